@@ -1,0 +1,11 @@
+"""rlcourse: tested numpy reference implementations behind the rlcourse lessons.
+
+``import rlcourse as rc`` exposes every public name of the submodules (see API.md).
+"""
+
+__version__ = "0.1.0"
+
+from .autodiff import *  # noqa: E402,F401,F403
+from .nn import *  # noqa: E402,F401,F403
+from .optim import *  # noqa: E402,F401,F403
+from . import exercises  # noqa: E402,F401

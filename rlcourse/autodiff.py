@@ -1,0 +1,626 @@
+"""Reverse-mode automatic differentiation on numpy arrays.
+
+``value_and_grad(f)(params, *args)`` calls ``f`` with every float leaf of ``params`` wrapped in a
+``Tensor``. Each differentiable op applied to a Tensor computes its numpy value and appends the
+result to a *tape* together with one vector-Jacobian product (vjp) per Tensor input. The tape is
+in creation order, which is already a topological order, so the backward pass is one reversed
+walk over it that sums each node's incoming gradients and hands them to its parents' vjps.
+
+The same ops work on plain arrays (they then return plain numpy results and record nothing), so
+one ``model(params, obs)`` serves both fast rollouts and differentiated losses.
+
+Conventions: float64 unless the inputs are float32 (float32 stays float32, gradients included);
+gradients are summed over broadcast dimensions so each has its input's shape; ``minimum``,
+``maximum`` and ``where`` send the whole gradient to the branch that was chosen (ties go to the
+first argument); ``clip`` passes the gradient where ``lo <= x <= hi`` and blocks it outside.
+Nested ``value_and_grad`` (a gradient of a gradient) is not supported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves",
+    "tanh", "relu", "sigmoid", "exp", "log", "sqrt", "square", "abs",
+    "log_softmax", "softmax", "logsumexp", "log_sigmoid",
+    "minimum", "maximum", "clip", "where", "sum", "mean",
+    "take_along_axis", "reshape", "transpose", "concatenate", "stack", "stop_gradient",
+]
+
+# One tape per active value_and_grad call; ops record onto the innermost.
+_TAPES: list[list[Tensor]] = []
+
+
+class Tensor:
+    """A traced array: ``value`` is the numpy array, ``parents`` pairs of (input, vjp)."""
+
+    __slots__ = ("value", "parents")
+    # Make ndarray (op) Tensor defer to Tensor's reflected operators.
+    __array_ufunc__ = None
+
+    def __init__(self, value: np.ndarray, parents: tuple = ()):
+        self.value = value
+        self.parents = parents
+
+    shape = property(lambda self: self.value.shape)
+    ndim = property(lambda self: self.value.ndim)
+    dtype = property(lambda self: self.value.dtype)
+    size = property(lambda self: self.value.size)
+    T = property(lambda self: transpose(self))
+
+    def __len__(self):
+        return len(self.value)
+
+    def __repr__(self):
+        return f"Tensor({self.value!r})"
+
+    def __add__(self, other):
+        return _add(self, other)
+
+    def __radd__(self, other):
+        return _add(other, self)
+
+    def __sub__(self, other):
+        return _sub(self, other)
+
+    def __rsub__(self, other):
+        return _sub(other, self)
+
+    def __mul__(self, other):
+        return _mul(self, other)
+
+    def __rmul__(self, other):
+        return _mul(other, self)
+
+    def __truediv__(self, other):
+        return _div(self, other)
+
+    def __rtruediv__(self, other):
+        return _div(other, self)
+
+    def __matmul__(self, other):
+        return _matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _matmul(other, self)
+
+    def __pow__(self, exponent):
+        return _pow(self, exponent)
+
+    def __neg__(self):
+        return _record(-self.value, ((self, np.negative),))
+
+    def __pos__(self):
+        return self
+
+    def __getitem__(self, index):
+        return _getitem(self, index)
+
+    # Comparisons give plain boolean arrays: masks are never differentiated.
+    def __lt__(self, other):
+        return self.value < _val(other)
+
+    def __le__(self, other):
+        return self.value <= _val(other)
+
+    def __gt__(self, other):
+        return self.value > _val(other)
+
+    def __ge__(self, other):
+        return self.value >= _val(other)
+
+    def sum(self, axis=None, keepdims=False):
+        return sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return mean(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape):
+        return reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def _val(x):
+    return x.value if isinstance(x, Tensor) else x
+
+
+def _record(value, parents) -> Tensor:
+    out = Tensor(value, parents)
+    if _TAPES:
+        _TAPES[-1].append(out)
+    return out
+
+
+def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """Sum ``g`` over the dimensions that broadcasting added or stretched, back to ``shape``."""
+    if g.shape == shape:
+        return g
+    extra = g.ndim - len(shape)
+    if extra:
+        g = g.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
+    if stretched:
+        g = g.sum(axis=stretched, keepdims=True)
+    return g
+
+
+# ---------------------------------------------------------------- arithmetic
+
+def _add(a, b):
+    av, bv = _val(a), _val(b)
+    out = av + bv
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        shape = np.shape(av)
+        parents.append((a, lambda g: _unbroadcast(g, shape)))
+    if isinstance(b, Tensor):
+        shape_b = np.shape(bv)
+        parents.append((b, lambda g: _unbroadcast(g, shape_b)))
+    return _record(out, tuple(parents))
+
+
+def _sub(a, b):
+    av, bv = _val(a), _val(b)
+    out = av - bv
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        shape = np.shape(av)
+        parents.append((a, lambda g: _unbroadcast(g, shape)))
+    if isinstance(b, Tensor):
+        shape_b = np.shape(bv)
+        parents.append((b, lambda g: _unbroadcast(-g, shape_b)))
+    return _record(out, tuple(parents))
+
+
+def _mul(a, b):
+    av, bv = _val(a), _val(b)
+    out = av * bv
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        parents.append((a, lambda g: _unbroadcast(g * bv, np.shape(av))))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: _unbroadcast(g * av, np.shape(bv))))
+    return _record(out, tuple(parents))
+
+
+def _div(a, b):
+    av, bv = _val(a), _val(b)
+    out = av / bv
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        parents.append((a, lambda g: _unbroadcast(g / bv, np.shape(av))))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: _unbroadcast(-g * out / bv, np.shape(bv))))
+    return _record(out, tuple(parents))
+
+
+def _pow(a, exponent):
+    if isinstance(exponent, Tensor):
+        raise TypeError("x ** y: a traced exponent is not supported; use exp(y * log(x))")
+    av = a.value
+    out = av**exponent
+    return _record(out, ((a, lambda g: g * exponent * av ** (exponent - 1)),))
+
+
+def _matmul(a, b):
+    av, bv = _val(a), _val(b)
+    out = av @ bv
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        parents.append((a, lambda g: _matmul_grad_a(g, av, bv)))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: _matmul_grad_b(g, av, bv)))
+    return _record(out, tuple(parents))
+
+
+def _matmul_grad_a(g, a, b):
+    if b.ndim == 1:
+        ga = np.multiply.outer(g, b) if a.ndim > 1 else g * b
+    else:
+        ga = (g[..., None, :] if a.ndim == 1 else g) @ np.swapaxes(b, -1, -2)
+        if a.ndim == 1:
+            ga = ga[..., 0, :]
+    return _unbroadcast(ga, a.shape)
+
+
+def _matmul_grad_b(g, a, b):
+    if a.ndim == 1:
+        gb = np.multiply.outer(a, g) if b.ndim > 1 else g * a
+    else:
+        gm = g[..., None] if b.ndim == 1 else g
+        gb = np.swapaxes(a, -1, -2) @ gm
+        if b.ndim == 1:
+            gb = gb[..., 0]
+    return _unbroadcast(gb, b.shape)
+
+
+def _getitem(a: Tensor, index):
+    av = a.value
+    out = av[index]
+    fancy = isinstance(index, (list, np.ndarray)) or (
+        isinstance(index, tuple) and any(isinstance(i, (list, np.ndarray)) for i in index)
+    )
+
+    def vjp(g):
+        full = np.zeros_like(av, dtype=np.result_type(av, g))
+        if fancy:  # repeated indices must add up
+            np.add.at(full, index, g)
+        else:
+            full[index] = g
+        return full
+
+    return _record(out, ((a, vjp),))
+
+
+# ---------------------------------------------------------------- elementwise
+
+def _unary(x, value_fn, vjp_fn):
+    """Apply ``value_fn``; ``vjp_fn(g, x_value, out_value)`` is its vector-Jacobian product."""
+    if not isinstance(x, Tensor):
+        return value_fn(np.asarray(x) if np.isscalar(x) else x)
+    xv = x.value
+    out = value_fn(xv)
+    return _record(out, ((x, lambda g: vjp_fn(g, xv, out)),))
+
+
+def tanh(x):
+    return _unary(x, np.tanh, lambda g, x, y: g * (1 - y * y))
+
+
+def relu(x):
+    return _unary(x, lambda v: np.maximum(v, 0), lambda g, x, y: g * (x > 0))
+
+
+def _sigmoid_value(v):
+    # 0.5 * (1 + tanh(v / 2)) equals 1 / (1 + exp(-v)) and never overflows.
+    return 0.5 * (1 + np.tanh(0.5 * v))
+
+
+def sigmoid(x):
+    return _unary(x, _sigmoid_value, lambda g, x, y: g * y * (1 - y))
+
+
+def exp(x):
+    return _unary(x, np.exp, lambda g, x, y: g * y)
+
+
+def log(x):
+    return _unary(x, np.log, lambda g, x, y: g / x)
+
+
+def sqrt(x):
+    return _unary(x, np.sqrt, lambda g, x, y: g * 0.5 / y)
+
+
+def square(x):
+    return _unary(x, np.square, lambda g, x, y: g * 2 * x)
+
+
+def abs(x):
+    return _unary(x, np.abs, lambda g, x, y: g * np.sign(x))
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x))``, finite with a finite gradient for any finite ``x``."""
+    return _unary(
+        x,
+        lambda v: -np.logaddexp(0, -v),
+        lambda g, x, y: g * _sigmoid_value(-x),
+    )
+
+
+def stop_gradient(x):
+    """The value of ``x`` as a plain array: no gradient flows back through it."""
+    return x.value if isinstance(x, Tensor) else x
+
+
+# ---------------------------------------------------------------- softmax family
+
+def log_softmax(x, axis: int = -1):
+    """``x - logsumexp(x)`` along ``axis``, computed after subtracting the max (no overflow)."""
+    def value(v):
+        shifted = v - v.max(axis=axis, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+    return _unary(x, value, lambda g, x, y: g - np.exp(y) * g.sum(axis=axis, keepdims=True))
+
+
+def softmax(x, axis: int = -1):
+    def value(v):
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    return _unary(x, value, lambda g, x, y: y * (g - (g * y).sum(axis=axis, keepdims=True)))
+
+
+def logsumexp(x, axis: int | None = -1, keepdims: bool = False):
+    """``log(sum(exp(x)))`` along ``axis``, shifted by the max so it never overflows."""
+    def value(v):
+        m = v.max(axis=axis, keepdims=True)
+        out = m + np.log(np.exp(v - m).sum(axis=axis, keepdims=True))
+        return out if keepdims else np.squeeze(out, axis=axis)
+
+    def vjp(g, x, y):
+        yk = y if keepdims else np.expand_dims(y, axis) if axis is not None else y
+        gk = g if keepdims else np.expand_dims(g, axis) if axis is not None else g
+        return gk * np.exp(x - yk)
+
+    return _unary(x, value, vjp)
+
+
+# ---------------------------------------------------------------- selection
+
+def minimum(a, b):
+    """Elementwise min; the gradient goes to the smaller input (to ``a`` on ties)."""
+    return _select(np.asarray(_val(a) <= _val(b)), a, b)
+
+
+def maximum(a, b):
+    """Elementwise max; the gradient goes to the larger input (to ``a`` on ties)."""
+    return _select(np.asarray(_val(a) >= _val(b)), a, b)
+
+
+def where(condition, a, b):
+    """``a`` where ``condition`` else ``b``; each branch gets the gradient where it was chosen."""
+    return _select(np.asarray(_val(condition), dtype=bool), a, b)
+
+
+def _select(take_a, a, b):
+    av, bv = _val(a), _val(b)
+    out = np.where(take_a, av, bv)
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        parents.append((a, lambda g: _unbroadcast(np.where(take_a, g, 0), np.shape(av))))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: _unbroadcast(np.where(take_a, 0, g), np.shape(bv))))
+    return _record(out, tuple(parents))
+
+
+def clip(x, lo, hi):
+    """``x`` limited to ``[lo, hi]``; zero gradient where ``x`` lies outside the range."""
+    xv = _val(x)
+    out = np.clip(xv, lo, hi)
+    if not isinstance(x, Tensor):
+        return out
+    inside = (xv >= lo) & (xv <= hi)
+    return _record(out, ((x, lambda g: g * inside),))
+
+
+def take_along_axis(x, indices, axis: int = -1):
+    """``np.take_along_axis`` that sends gradients back to the picked entries (repeats add)."""
+    xv = _val(x)
+    indices = np.asarray(indices)
+    out = np.take_along_axis(xv, indices, axis=axis)
+    if not isinstance(x, Tensor):
+        return out
+
+    def vjp(g):
+        full = np.zeros_like(xv, dtype=np.result_type(xv, g))
+        if indices.shape[axis] == 1:  # one pick per slice: no repeats possible
+            np.put_along_axis(full, indices, g, axis=axis)
+        else:
+            grid = list(np.indices(indices.shape, sparse=True))
+            grid[axis] = indices
+            np.add.at(full, tuple(grid), g)
+        return full
+
+    return _record(out, ((x, vjp),))
+
+
+# ---------------------------------------------------------------- reductions and shapes
+
+def _expand_reduced(g, shape, axis, keepdims):
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return np.broadcast_to(g, shape)
+
+
+def sum(x, axis=None, keepdims: bool = False):
+    xv = _val(x)
+    out = np.sum(xv, axis=axis, keepdims=keepdims)
+    if not isinstance(x, Tensor):
+        return out
+    shape = xv.shape
+    return _record(out, ((x, lambda g: _expand_reduced(g, shape, axis, keepdims)),))
+
+
+def mean(x, axis=None, keepdims: bool = False):
+    xv = _val(x)
+    out = np.mean(xv, axis=axis, keepdims=keepdims)
+    if not isinstance(x, Tensor):
+        return out
+    shape = xv.shape
+    count = xv.size // max(np.size(out), 1) if xv.size else 1
+    return _record(out, ((x, lambda g: _expand_reduced(g / count, shape, axis, keepdims)),))
+
+
+def reshape(x, shape):
+    xv = _val(x)
+    out = np.reshape(xv, shape)
+    if not isinstance(x, Tensor):
+        return out
+    return _record(out, ((x, lambda g: np.reshape(g, xv.shape)),))
+
+
+def transpose(x, axes=None):
+    xv = _val(x)
+    out = np.transpose(xv, axes)
+    if not isinstance(x, Tensor):
+        return out
+    inverse = None if axes is None else np.argsort(axes)
+    return _record(out, ((x, lambda g: np.transpose(g, inverse)),))
+
+
+def concatenate(xs, axis: int = 0):
+    values = [_val(x) for x in xs]
+    out = np.concatenate(values, axis=axis)
+    if not any(isinstance(x, Tensor) for x in xs):
+        return out
+    ends = np.cumsum([v.shape[axis] for v in values])
+    parents = []
+    for x, start, end in zip(xs, np.concatenate([[0], ends[:-1]]), ends):
+        if isinstance(x, Tensor):
+            parents.append((x, lambda g, s=start, e=end: np.take(g, np.arange(s, e), axis=axis)))
+    return _record(out, tuple(parents))
+
+
+def stack(xs, axis: int = 0):
+    values = [_val(x) for x in xs]
+    out = np.stack(values, axis=axis)
+    if not any(isinstance(x, Tensor) for x in xs):
+        return out
+    parents = tuple(
+        (x, lambda g, i=i: np.take(g, i, axis=axis)) for i, x in enumerate(xs)
+        if isinstance(x, Tensor)
+    )
+    return _record(out, parents)
+
+
+# ---------------------------------------------------------------- pytrees
+
+def tree_leaves(tree) -> list:
+    """The leaves of a nested dict/list/tuple, in a fixed order (dict insertion order)."""
+    if isinstance(tree, dict):
+        return [leaf for v in tree.values() for leaf in tree_leaves(v)]
+    if isinstance(tree, (list, tuple)):
+        return [leaf for v in tree for leaf in tree_leaves(v)]
+    return [tree]
+
+
+def tree_map(fn: Callable, tree, *rest):
+    """Apply ``fn`` leafwise to ``tree`` (and same-structured ``rest``), keeping the structure."""
+    if isinstance(tree, dict):
+        return {k: tree_map(fn, v, *(r[k] for r in rest)) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        mapped = [tree_map(fn, v, *(r[i] for r in rest)) for i, v in enumerate(tree)]
+        return mapped if isinstance(tree, list) else type(tree)(mapped)
+    return fn(tree, *rest)
+
+
+def _wrap_params(tree, path: str):
+    """Check every leaf is a finite float array and wrap it in a leaf Tensor."""
+    if isinstance(tree, dict):
+        return {k: _wrap_params(v, f"{path}[{k!r}]") for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        wrapped = [_wrap_params(v, f"{path}[{i}]") for i, v in enumerate(tree)]
+        return wrapped if isinstance(tree, list) else type(tree)(wrapped)
+    arr = np.asarray(tree)
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise TypeError(
+            f"{path}: parameters must be floating-point arrays, got dtype {arr.dtype} "
+            "(cast with .astype(np.float64))"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{path}: parameters contain NaN or inf ({int((~np.isfinite(arr)).sum())} "
+                         f"of {arr.size} entries); the gradient would be meaningless")
+    return Tensor(arr)
+
+
+# ---------------------------------------------------------------- value_and_grad
+
+def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """Return ``g(*args) -> (value, grads)`` computing ``f(*args)`` and its gradient.
+
+    The differentiated arguments (``argnums``) are nested dicts/lists of float arrays; ``grads``
+    has the same structure and dtypes (a tuple of such trees if ``argnums`` is a tuple). ``f``
+    returns a scalar, or a tuple whose first item is the scalar: then ``value`` is that whole
+    tuple with every traced array turned back into a plain array. Leaves that ``f`` never uses
+    get zero gradients.
+    """
+    many = isinstance(argnums, tuple)
+    nums = argnums if many else (argnums,)
+
+    def wrapped(*args):
+        for i in nums:
+            if i >= len(args):
+                raise TypeError(f"argnums={argnums} but only {len(args)} argument(s) were given")
+        args = list(args)
+        wrapped_trees = {i: _wrap_params(args[i], "params" if i == 0 else f"args[{i}]")
+                         for i in nums}
+        for i, tree in wrapped_trees.items():
+            args[i] = tree
+        tape: list[Tensor] = []
+        _TAPES.append(tape)
+        try:
+            result = f(*args)
+        finally:
+            _TAPES.pop()
+        loss = result[0] if isinstance(result, tuple) else result
+        loss_value = np.asarray(_val(loss))
+        if loss_value.ndim != 0:
+            raise ValueError(
+                f"the function must return a scalar loss (or a tuple starting with one), "
+                f"got an array of shape {loss_value.shape}; reduce it with sum or mean"
+            )
+        grads = _backward(tape, loss) if isinstance(loss, Tensor) else {}
+        out_grads = tuple(
+            tree_map(lambda t: _leaf_grad(t, grads), wrapped_trees[i]) for i in nums
+        )
+        value = float(loss_value)
+        if isinstance(result, tuple):
+            value = (value,) + tuple(tree_map(stop_gradient, item) for item in result[1:])
+        return value, (out_grads if many else out_grads[0])
+
+    return wrapped
+
+
+def _backward(tape: list[Tensor], loss: Tensor) -> dict[int, np.ndarray]:
+    grads = {id(loss): np.ones_like(loss.value)}
+    for node in reversed(tape):
+        g = grads.pop(id(node), None)
+        if g is None:
+            continue
+        for parent, vjp in node.parents:
+            pg = vjp(g)
+            key = id(parent)
+            # Not +=: a vjp may hand the same array to two parents.
+            grads[key] = grads[key] + pg if key in grads else pg
+    return grads
+
+
+def _leaf_grad(leaf: Tensor, grads: dict) -> np.ndarray:
+    g = grads.get(id(leaf))
+    if g is None:
+        return np.zeros_like(leaf.value)
+    return np.asarray(g, dtype=leaf.value.dtype).reshape(leaf.value.shape)
+
+
+def grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """Like ``value_and_grad`` but returns only the gradients."""
+    vg = value_and_grad(f, argnums)
+    return lambda *args: vg(*args)[1]
+
+
+def numerical_grad(f: Callable[[np.ndarray], Any], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central finite differences ``(f(x + eps e_i) - f(x - eps e_i)) / (2 eps)`` for every i.
+
+    ``f`` maps a float64 array to a scalar. Used to check analytic gradients.
+    """
+    x = np.array(x, dtype=np.float64, order="C")  # C order: reshape(-1) below must be a view
+    g = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), g.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        up = float(f(x))
+        flat[i] = old - eps
+        down = float(f(x))
+        flat[i] = old
+        gflat[i] = (up - down) / (2 * eps)
+    return g
+

@@ -1,0 +1,6 @@
+"""The exercises of every lesson, registered with ``rlcourse.exercises`` on import.
+
+One module per part of the course; each calls ``register`` at import time.
+"""
+
+from . import foundations  # noqa: F401

@@ -1,0 +1,127 @@
+"""Find, describe, build and execute the lesson notebooks.
+
+Each lesson has two files: ``lessons/NN_topic.ipynb`` (what students open and nbval checks,
+stored executed) and its plain-text twin ``lessons/src/NN_topic.py`` (jupytext percent format,
+the file authors edit and review). ``build`` turns a twin into an executed notebook; a test
+checks that every notebook's cells equal its twin's.
+
+Running notebooks needs the ``dev`` extra (jupytext, nbformat, nbclient); those imports are
+made inside the functions so that ``import rlcourse`` stays numpy + matplotlib only.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LessonInfo", "find_lessons", "lesson_info", "build", "execute", "cell_summary"]
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+_TITLE = re.compile(r"^#\s+(\d\d)\s+·\s+(.+?)\s*$", re.M)
+_FIELD = re.compile(r"^\*(Prerequisites|Time|You will build):\*\s*(.+?)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class LessonInfo:
+    number: str
+    title: str
+    prerequisites: tuple[str, ...]
+    minutes: int
+    builds: str
+    path: Path
+
+
+def find_lessons(root: str | Path | None = None) -> list[Path]:
+    """The lesson notebooks ``NN_*.ipynb`` under ``root`` (default: ``./lessons``), in order."""
+    root = Path("lessons") if root is None else Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"lessons folder {str(root)!r} does not exist")
+    return sorted(p for p in root.glob("[0-9][0-9]_*.ipynb"))
+
+
+def lesson_info(path: str | Path) -> LessonInfo:
+    """Number, title, prerequisites, time and goal, read from the notebook's title cell."""
+    import json
+
+    path = Path(path)
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    if not cells or cells[0]["cell_type"] != "markdown":
+        raise ValueError(f"{path.name}: the first cell must be the markdown title cell")
+    text = "".join(cells[0]["source"])
+    title = _TITLE.search(text)
+    if title is None:
+        raise ValueError(f"{path.name}: title cell must start with '# NN · Title', got {text[:60]!r}")
+    fields = dict(_FIELD.findall(text))
+    missing = {"Prerequisites", "Time", "You will build"} - fields.keys()
+    if missing:
+        raise ValueError(f"{path.name}: title cell lacks the line(s) {sorted(missing)}")
+    prereq = fields["Prerequisites"]
+    prereqs = () if prereq.lower().startswith("none") else tuple(re.findall(r"\d\d", prereq))
+    minutes = re.match(r"(\d+)", fields["Time"])
+    if minutes is None:
+        raise ValueError(f"{path.name}: *Time:* must start with minutes, got {fields['Time']!r}")
+    return LessonInfo(
+        number=title.group(1),
+        title=title.group(2),
+        prerequisites=prereqs,
+        minutes=int(minutes.group(1)),
+        builds=fields["You will build"],
+        path=path,
+    )
+
+
+def twin_path(notebook: str | Path) -> Path:
+    """The jupytext percent twin of a lesson notebook: ``lessons/src/NN_topic.py``."""
+    notebook = Path(notebook)
+    return notebook.parent / "src" / (notebook.stem + ".py")
+
+
+def cell_summary(nb) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(type, source, tags) of every cell: what a twin and its notebook must agree on."""
+    return [
+        (c["cell_type"], "".join(c["source"]).strip(), tuple(c.get("metadata", {}).get("tags", ())))
+        for c in nb["cells"]
+    ]
+
+
+def execute(nb, cwd: str | Path, timeout: int = 300):
+    """Run every cell of ``nb`` in a fresh python3 kernel (no timing metadata); returns ``nb``."""
+    from nbclient import NotebookClient
+
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        record_timing=False,
+    )
+    client.execute()
+    return nb
+
+
+def build(twin: str | Path, timeout: int = 300) -> tuple[Path, float]:
+    """Turn ``lessons/src/NN_topic.py`` into the executed ``lessons/NN_topic.ipynb``.
+
+    Returns the notebook path and the seconds the execution took.
+    """
+    import jupytext
+    import nbformat
+
+    twin = Path(twin)
+    nb = jupytext.read(twin)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    out = twin.parent.parent / (twin.stem + ".ipynb")
+    start = time.perf_counter()
+    execute(nb, cwd=out.parent, timeout=timeout)
+    seconds = time.perf_counter() - start
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.pop("id", None)
+    nb.nbformat, nb.nbformat_minor = 4, 4
+    nbformat.write(nb, out)
+    return out, seconds

@@ -1,0 +1,125 @@
+"""Optimisers on parameter trees: SGD with momentum, Adam, global-norm clipping, schedules.
+
+Functional: ``state = opt.init(params)`` then ``params, state = opt.step(params, grads, state)``
+returns new arrays and leaves its inputs untouched. ``lr=`` on ``step`` overrides the learning
+rate for that step (for schedules such as linear annealing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .autodiff import tree_leaves, tree_map
+
+__all__ = ["SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule"]
+
+
+def _check_grads(params, grads) -> None:
+    p_leaves, g_leaves = tree_leaves(params), tree_leaves(grads)
+    if len(p_leaves) != len(g_leaves):
+        raise ValueError(f"grads: expected {len(p_leaves)} arrays like params, got {len(g_leaves)}")
+    for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
+        if np.shape(p) != np.shape(g):
+            raise ValueError(f"grads: leaf {i} has shape {np.shape(g)}, its parameter {np.shape(p)}")
+        if not np.isfinite(g).all():
+            raise ValueError(f"grads: leaf {i} contains NaN or inf; the update would destroy params")
+
+
+def _check_lr(lr) -> float:
+    lr = float(lr)
+    if not np.isfinite(lr) or lr < 0:
+        raise ValueError(f"lr: expected a finite number >= 0, got {lr}")
+    return lr
+
+
+class SGD:
+    """``v = momentum * v + g``; ``p = p - lr * v`` (plain SGD when momentum is 0)."""
+
+    def __init__(self, lr: float, momentum: float = 0.0):
+        self.lr = _check_lr(lr)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum: expected a number in [0, 1), got {momentum}")
+        self.momentum = momentum
+
+    def init(self, params) -> dict:
+        return {"velocity": tree_map(np.zeros_like, params)}
+
+    def step(self, params, grads, state, lr: float | None = None):
+        _check_grads(params, grads)
+        lr = self.lr if lr is None else _check_lr(lr)
+        velocity = tree_map(lambda v, g: self.momentum * v + g, state["velocity"], grads)
+        params = tree_map(lambda p, v: (p - lr * v).astype(p.dtype), params, velocity)
+        return params, {"velocity": velocity}
+
+
+class Adam:
+    """Adam (Kingma & Ba, 2015) with bias correction.
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``,
+    ``p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``. The first step therefore
+    moves each parameter by ``lr * g / (|g| + eps)``, about ``lr * sign(g)``. RL code often uses
+    ``eps=1e-5`` (CleanRL, SB3's PPO) for steadier steps when gradients are tiny.
+    """
+
+    def __init__(self, lr: float = 3e-4, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.lr = _check_lr(lr)
+        b1, b2 = betas
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise ValueError(f"betas: expected two numbers in [0, 1), got {betas}")
+        if eps <= 0:
+            raise ValueError(f"eps: expected a number > 0, got {eps}")
+        self.betas, self.eps = (b1, b2), eps
+
+    def init(self, params) -> dict:
+        return {"t": 0, "m": tree_map(np.zeros_like, params), "v": tree_map(np.zeros_like, params)}
+
+    def step(self, params, grads, state, lr: float | None = None):
+        _check_grads(params, grads)
+        lr = self.lr if lr is None else _check_lr(lr)
+        b1, b2 = self.betas
+        t = state["t"] + 1
+        m = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state["m"], grads)
+        v = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), state["v"], grads)
+        # Fold both bias corrections into one step size, as the paper's efficient form does.
+        step_size = lr * np.sqrt(1 - b2**t) / (1 - b1**t)
+        eps_hat = self.eps * np.sqrt(1 - b2**t)
+        params = tree_map(
+            lambda p, m, v: (p - step_size * m / (np.sqrt(v) + eps_hat)).astype(p.dtype),
+            params, m, v,
+        )
+        return params, {"t": t, "m": m, "v": v}
+
+
+def global_norm(tree) -> float:
+    """sqrt of the sum of squares of every entry of every leaf."""
+    return float(np.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in tree_leaves(tree))))
+
+
+def clip_by_global_norm(grads, max_norm: float):
+    """Scale all gradients together so their global norm is at most ``max_norm``.
+
+    Returns ``(clipped_grads, norm_before_clipping)``; directions are kept, only the length changes.
+    """
+    if not max_norm > 0:
+        raise ValueError(f"max_norm: expected a number > 0, got {max_norm}")
+    norm = global_norm(grads)
+    if not np.isfinite(norm):
+        raise ValueError("grads: global norm is not finite (NaN or inf in the gradients)")
+    if norm <= max_norm:
+        return grads, norm
+    scale = max_norm / norm
+    return tree_map(lambda g: (g * scale).astype(g.dtype), grads), norm
+
+
+def linear_schedule(start: float, end: float, duration: int) -> Callable[[int], float]:
+    """``f(step)`` going linearly from ``start`` at step 0 to ``end`` at ``duration``, then flat."""
+    if duration <= 0:
+        raise ValueError(f"duration: expected a positive number of steps, got {duration}")
+
+    def value(step: int) -> float:
+        frac = min(max(step / duration, 0.0), 1.0)
+        return start + frac * (end - start)
+
+    return value

@@ -1,0 +1,120 @@
+"""Decoding a next-token distribution: temperature, top-k and top-p (nucleus) filtering.
+
+Every function takes logits of shape [V] (one distribution) or [B, V] (a batch, one row per
+distribution). A filtered-out token gets the logit ``-inf``, so its probability is exactly 0.
+Logits may already hold ``-inf`` (a masked token); NaN and ``+inf`` are errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["top_k_filter", "top_p_filter", "filter_logits", "sample_token"]
+
+
+def top_k_filter(logits, k: int) -> np.ndarray:
+    """Keep the ``k`` largest logits of each row, plus any tied with the k-th largest.
+
+    Ties at the threshold are all kept, so a row may keep more than ``k`` tokens but never
+    drops a token that is as likely as a kept one. ``k >= V`` keeps everything. Returns float
+    logits of the input's shape with the others set to ``-inf``.
+    """
+    x = _check_logits(logits)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"top_k: expected an integer >= 1, got {k!r}")
+    if k >= x.shape[-1]:
+        return x.copy()
+    # the k-th largest value of each row (partition avoids a full sort)
+    kth = -np.partition(-x, k - 1, axis=-1)[..., k - 1 : k]
+    return np.where(x >= kth, x, -np.inf)
+
+
+def top_p_filter(logits, p: float) -> np.ndarray:
+    """Keep the smallest set of most likely tokens whose total probability reaches ``p``.
+
+    Tokens are ranked by probability (equal ones by lower id first); a token is kept when the
+    mass of the tokens ranked before it is still below ``p``, so the most likely token is always
+    kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
+    Returns float logits of the input's shape with the others set to ``-inf``.
+    """
+    x = _check_logits(logits)
+    p = float(p)
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p: expected a number in (0, 1], got {p}")
+    if p == 1.0:
+        return x.copy()
+    probs = _softmax(x)
+    order = np.argsort(-probs, axis=-1, kind="stable")
+    ranked = np.take_along_axis(probs, order, axis=-1)
+    mass_before = np.cumsum(ranked, axis=-1) - ranked
+    # a small slack so that a set whose mass equals p up to rounding counts as reaching it
+    keep_ranked = mass_before < p - 1e-9
+    keep = np.empty_like(keep_ranked)
+    np.put_along_axis(keep, order, keep_ranked, axis=-1)
+    return np.where(keep, x, -np.inf)
+
+
+def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None) -> np.ndarray:
+    """Logits after temperature, then top-k, then top-p (the order of common LM libraries).
+
+    ``temperature`` divides the logits: below 1 it sharpens the distribution towards the
+    argmax, above 1 it flattens it. It must be > 0 (greedy decoding is ``argmax``, or
+    ``top_k=1`` when there are no ties). Top-p is applied to the already tempered and
+    top-k-filtered distribution. Returns float logits of the input's shape.
+    """
+    x = _check_logits(logits)
+    temperature = float(temperature)
+    if not temperature > 0.0 or not np.isfinite(temperature):
+        raise ValueError(
+            f"temperature: expected a finite number > 0, got {temperature} "
+            "(for greedy decoding take the argmax of the logits)"
+        )
+    x = x / temperature
+    if top_k is not None:
+        x = top_k_filter(x, top_k)
+    if top_p is not None:
+        x = top_p_filter(x, top_p)
+    return x
+
+
+def sample_token(logits, rng: np.random.Generator, temperature: float = 1.0,
+                 top_k: int | None = None, top_p: float | None = None):
+    """Draw one token id per row from ``softmax(filter_logits(logits, ...))``.
+
+    ``logits`` [V] gives an ``int``; [B, V] gives an int array [B], one draw per row, all from
+    ``rng``. A filtered-out token is never drawn.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
+    probs = _softmax(filter_logits(logits, temperature, top_k, top_p))
+    rows = probs.reshape(-1, probs.shape[-1])
+    cdf = np.cumsum(rows, axis=-1)
+    u = rng.random(rows.shape[0])[:, None] * cdf[:, -1:]
+    # first index whose cumulative mass exceeds u; a zero-probability token never adds mass,
+    # so it can never be that first index
+    tokens = np.argmax(cdf > u, axis=-1)
+    return int(tokens[0]) if probs.ndim == 1 else tokens
+
+
+def _check_logits(logits) -> np.ndarray:
+    """Logits as float64 [V] or [B, V]; NaN, +inf and an all -inf row are errors."""
+    x = np.asarray(logits)
+    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) and x.dtype.kind != "c"):
+        raise TypeError(f"logits: expected a real numeric array, got dtype {x.dtype}")
+    x = x.astype(np.float64)
+    if x.ndim not in (1, 2) or x.shape[-1] == 0:
+        raise ValueError(f"logits: expected shape [V] or [B, V] with V >= 1, got {x.shape}")
+    bad = np.isnan(x) | np.isposinf(x)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"logits: expected no NaN or +inf, got {x[where]} at index {where}")
+    if np.isneginf(x).all(axis=-1).any():
+        raise ValueError("logits: a row is -inf everywhere; no token has nonzero probability")
+    return x
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis; -inf logits get probability exactly 0."""
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
