@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, check_shape
-from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n, copy_seeds
+from .._checks import as_float_array, as_int_array, check_shape
+from .base import _UNSIGNED, EpisodeStats, Step, check_actions, check_max_steps, check_n, copy_seeds
 
 __all__ = ["CartPole"]
 
@@ -38,6 +38,18 @@ _FOUR_THIRDS = 4.0 / 3.0
 # Episode starts drawn per copy at a time: batching the draws keeps the generator calls out of
 # almost every step, and uniform(size=(k, 4)) yields the same numbers as k draws of size 4.
 _STARTS_PER_DRAW = 64
+
+# Constants as 0-d arrays: ufuncs take them faster than Python floats (same values, same bits).
+_COPY_ZERO = np.zeros(1, dtype=np.intp)
+_FORCES = np.array([-FORCE_MAG, FORCE_MAG])
+_LIMITS = np.array([[X_THRESHOLD], [THETA_THRESHOLD]])
+_C_PML_MP = np.array([[POLEMASS_LENGTH], [MASSPOLE]])
+_C_GRAVITY = np.array(GRAVITY)
+_C_TOTAL_MASS = np.array(TOTAL_MASS)
+_C_FOUR_THIRDS = np.array(_FOUR_THIRDS)
+_C_LENGTH = np.array(LENGTH)
+_C_POLEMASS_LENGTH = np.array(POLEMASS_LENGTH)
+_C_TAU = np.array(TAU)
 
 
 class CartPole(EpisodeStats):
@@ -59,14 +71,19 @@ class CartPole(EpisodeStats):
         self.max_steps = check_max_steps(max_steps)
         self._seed_copies(seed)
         self._init_stats(self.n)
-        # Rows are x, x_dot, theta, theta_dot: each row contiguous for fast ufuncs.
-        self._s = np.zeros((4, self.n))
+        # Rows 0-3 are x, x_dot, theta, theta_dot (the state), row 4 is cos(theta): rows are
+        # contiguous for fast ufuncs, and theta_dot next to cos lets one call square both.
+        self._g = np.zeros((5, self.n))
+        self._s = self._g[:4]
         self._deriv = np.empty((4, self.n))  # x_dot, xacc, theta_dot, thetaacc
-        self._work = np.empty((5, self.n))
-        self._abs = np.empty((2, self.n))
+        self._q = np.empty((3, self.n))
+        self._work = np.empty((3, self.n))
         self._beyond = np.empty((2, self.n), dtype=bool)
-        self._limits = np.array([[X_THRESHOLD], [THETA_THRESHOLD]])
-        self._forces = np.array([-FORCE_MAG, FORCE_MAG])
+        self._views = (
+            self._g[2], self._g[3:5], self._g[4], self._q[:2], self._q[0], self._q[1],
+            self._q[2], *self._work, self._deriv, self._deriv[1], self._deriv[3],
+            self._deriv[0::2], self._s[1::2], self._s[0::2], self._work[:2],
+        )
         self._was_reset = False
 
     # -- seeding -------------------------------------------------------------------------------
@@ -114,36 +131,43 @@ class CartPole(EpisodeStats):
         """Advance every copy one Euler step of 0.02 s; see :class:`~rlcourse.envs.base.Step`."""
         if not self._was_reset:
             raise RuntimeError("CartPole.step: call reset() before the first step()")
-        actions = check_actions(actions, self.n, 2)
-        s, d, w = self._s, self._deriv, self._work
-        cos, sin, temp, num, tmp = w
-        # Same operations, same order as Gymnasium, so results match to the last bit.
-        np.cos(s[2], out=cos)
-        np.sin(s[2], out=sin)
-        np.take(self._forces, actions, out=temp)
-        np.multiply(s[3], s[3], out=tmp)
-        np.multiply(tmp, POLEMASS_LENGTH, out=tmp)
-        np.multiply(tmp, sin, out=tmp)
-        np.add(temp, tmp, out=temp)
-        np.divide(temp, TOTAL_MASS, out=temp)
-        np.multiply(sin, GRAVITY, out=num)
-        np.multiply(cos, temp, out=tmp)
-        np.subtract(num, tmp, out=num)
-        np.multiply(cos, cos, out=tmp)
-        np.multiply(tmp, MASSPOLE, out=tmp)
-        np.divide(tmp, TOTAL_MASS, out=tmp)
-        np.subtract(_FOUR_THIRDS, tmp, out=tmp)
-        np.multiply(tmp, LENGTH, out=tmp)
-        np.divide(num, tmp, out=d[3])  # thetaacc
-        np.multiply(d[3], POLEMASS_LENGTH, out=tmp)
-        np.multiply(tmp, cos, out=tmp)
-        np.divide(tmp, TOTAL_MASS, out=tmp)
-        np.subtract(temp, tmp, out=d[1])  # xacc
-        d[0::2] = s[1::2]  # x_dot, theta_dot before the update (explicit Euler)
-        np.multiply(d, TAU, out=d)
-        np.add(s, d, out=s)
+        if self.n == 1:
+            return self._step_one(actions)
+        s = self._s
+        if not (type(actions) is np.ndarray and actions.dtype.kind in "iu"
+                and actions.shape == (self.n,)):
+            actions = check_actions(actions, self.n, 2)
+        (theta, td_cos, cos, q01, temp, den, num, sin, force, tmp, deriv, xacc, thetaacc,
+         deriv_even, velocities, positions, absolute) = self._views
+        mul, div = np.multiply, np.divide
+        try:  # the lookup checks the range: viewed as unsigned, negative actions are huge
+            np.take(_FORCES, actions.view(_UNSIGNED[actions.dtype.itemsize]), out=force)
+        except IndexError:
+            as_int_array("actions", actions, 0, 2)  # raises the explanatory error
+        # Same operations in the same order as Gymnasium, so results match to the last bit;
+        # where one ufunc call does two of them (stacked rows), each element sees the same op.
+        np.cos(theta, cos)
+        np.sin(theta, sin)
+        mul(td_cos, td_cos, q01)  # theta_dot**2, cos**2
+        mul(q01, _C_PML_MP, q01)  # polemass_length * theta_dot**2, masspole * cos**2
+        mul(sin, _C_GRAVITY, num)
+        mul(temp, sin, temp)
+        np.add(force, temp, temp)
+        div(q01, _C_TOTAL_MASS, q01)  # temp, masspole * cos**2 / total_mass
+        np.subtract(_C_FOUR_THIRDS, den, den)
+        mul(den, _C_LENGTH, den)
+        mul(cos, temp, tmp)
+        np.subtract(num, tmp, num)
+        div(num, den, thetaacc)
+        mul(thetaacc, _C_POLEMASS_LENGTH, tmp)
+        mul(tmp, cos, tmp)
+        div(tmp, _C_TOTAL_MASS, tmp)
+        np.subtract(temp, tmp, xacc)
+        np.copyto(deriv_even, velocities)  # x_dot, theta_dot before the update (explicit Euler)
+        mul(deriv, _C_TAU, deriv)
+        np.add(s, deriv, s)
         # |x| > t is exactly (x < -t) | (x > t), NaN included.
-        np.greater(np.abs(s[0::2], out=self._abs), self._limits, out=self._beyond)
+        np.greater(np.abs(positions, absolute), _LIMITS, self._beyond)
         terminated = self._beyond[0] | self._beyond[1]
         self._ret += 1.0
         self._len += 1
@@ -154,10 +178,48 @@ class CartPole(EpisodeStats):
         obs = s.T.astype(np.float32, order="C")
         final_obs = obs
         done = terminated | truncated
-        if done.any():
+        if np.count_nonzero(done):
             idx = np.flatnonzero(done)
             self._finish(idx)
             obs = obs.copy()
             s[:, idx] = self._take_starts(idx).T
             obs[idx] = s[:, idx].T
         return Step(obs, np.ones(self.n), terminated, truncated, final_obs)
+
+    def _step_one(self, actions) -> Step:
+        """``step`` for ``n == 1`` with Python floats: the same IEEE operations as the array
+        path (and the same numpy cos/sin), without the per-call overhead of ufuncs on 1 element.
+        """
+        if type(actions) is np.ndarray and actions.dtype.kind in "iu" and actions.shape == (1,):
+            action = int(actions[0])
+            if not 0 <= action < 2:
+                check_actions(actions, 1, 2)  # raises the explanatory error
+        else:
+            action = int(check_actions(actions, 1, 2)[0])
+        x, x_dot, theta, theta_dot = self._s[:, 0].tolist()
+        force = FORCE_MAG if action == 1 else -FORCE_MAG
+        cos = float(np.cos(theta))
+        sin = float(np.sin(theta))
+        temp = (force + POLEMASS_LENGTH * (theta_dot * theta_dot) * sin) / TOTAL_MASS
+        thetaacc = (GRAVITY * sin - cos * temp) / (
+            LENGTH * (_FOUR_THIRDS - MASSPOLE * (cos * cos) / TOTAL_MASS)
+        )
+        xacc = temp - POLEMASS_LENGTH * thetaacc * cos / TOTAL_MASS
+        x = x + TAU * x_dot
+        x_dot = x_dot + TAU * xacc
+        theta = theta + TAU * theta_dot
+        theta_dot = theta_dot + TAU * thetaacc
+        new = (x, x_dot, theta, theta_dot)
+        self._s[:, 0] = new
+        self._ret += 1.0
+        terminated = (x < -X_THRESHOLD or x > X_THRESHOLD
+                      or theta < -THETA_THRESHOLD or theta > THETA_THRESHOLD)
+        self._len += 1
+        truncated = self.max_steps is not None and int(self._len[0]) >= self.max_steps
+        obs = np.array([new], dtype=np.float32)
+        final_obs = obs
+        if terminated or truncated:
+            self._finish(_COPY_ZERO)
+            self._s[:, 0] = self._take_starts(_COPY_ZERO)[0]
+            obs = self._s[:, 0:1].T.astype(np.float32, order="C")
+        return Step(obs, np.ones(1), np.array([terminated]), np.array([truncated]), final_obs)

@@ -1,0 +1,249 @@
+"""Gridworlds as TabularMDPs built from a text layout: GridWorld, FrozenLake, CliffWalking.
+
+Layout: rows of characters (a list of strings, or one string with rows split by newlines or
+``/``). State of cell ``(row, col)`` is ``row * cols + col``. Actions are Gymnasium FrozenLake's,
+for every gridworld here: ``LEFT=0, DOWN=1, RIGHT=2, UP=3``.
+
+Cells:
+- ``S`` start (episodes start uniformly on the S cells), ``F`` or ``.`` free;
+- ``G`` goal: terminal, entering it pays ``goal_reward``;
+- ``H`` hole: terminal, entering it pays ``hole_reward``;
+- ``C`` cliff: entering it pays ``cliff_reward`` and puts the agent back on the start
+  (the episode goes on); needs exactly one S;
+- ``W`` wall: moves into it (and off the grid) leave the agent where it is.
+
+Entering any other cell (or bumping) pays ``step_reward``. With ``slip`` the agent moves in the
+intended direction with probability ``1 - slip`` and in each perpendicular direction with
+``slip / 2`` (``slip=2/3`` is FrozenLake's slippery ice). Terminal states and walls (never
+occupied) are absorbing with reward 0 and flagged in ``terminal``, so DP gives them value 0.
+``R[s, a, s']`` is the reward of that transition; in the rare case that two outcomes of one
+``(s, a)`` reach the same ``s'`` with different rewards (slipping next to a cliff), it holds their
+probability-weighted mean, which keeps expected rewards, and so DP, exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_probability
+from .tabular import TabularMDP
+
+__all__ = ["GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN", "RIGHT", "UP"]
+
+LEFT, DOWN, RIGHT, UP = 0, 1, 2, 3
+# (d_row, d_col) of each action; rows grow downwards.
+MOVES = ((0, -1), (1, 0), (0, 1), (-1, 0))
+ARROW_NAMES = ("LEFT", "DOWN", "RIGHT", "UP")
+_CELLS = set("SF.HGCW")
+
+FROZEN_LAKE_MAPS = {
+    "4x4": ["SFFF", "FHFH", "FFFH", "HFFG"],
+    "8x8": ["SFFFFFFF", "FFFFFFFF", "FFFHFFFF", "FFFFFHFF",
+            "FFFHFFFF", "FHHFFFHF", "FHFFHFHF", "FFFHFFFG"],
+}
+CLIFF_WALKING_MAP = ["." * 12, "." * 12, "." * 12, "S" + "C" * 10 + "G"]
+
+
+def parse_layout(layout) -> list[str]:
+    """Layout rows as a list of equal-length strings of known cell characters."""
+    if isinstance(layout, str):
+        rows = [r.strip() for r in layout.replace("/", "\n").strip().splitlines()]
+    else:
+        rows = [str(r) for r in layout]
+    if not rows or not rows[0]:
+        raise ValueError("layout: expected at least one non-empty row")
+    for i, row in enumerate(rows):
+        if len(row) != len(rows[0]):
+            raise ValueError(
+                f"layout: every row must have {len(rows[0])} cells (row 0), row {i} has {len(row)}"
+            )
+        bad = set(row) - _CELLS
+        if bad:
+            raise ValueError(
+                f"layout: unknown cell {sorted(bad)[0]!r} in row {i}; expected one of S F . H G C W"
+            )
+    if not any("S" in row for row in rows):
+        raise ValueError("layout: expected at least one start cell 'S'")
+    return rows
+
+
+def default_layout(size: int) -> list[str]:
+    """The default GridWorld: an open ``size x size`` grid, start top-left, goal bottom-right."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
+        raise ValueError(f"size: expected an int >= 2, got {size!r}")
+    rows = [["."] * size for _ in range(size)]
+    rows[0][0], rows[-1][-1] = "S", "G"
+    return ["".join(r) for r in rows]
+
+
+def build_model(rows, step_reward, slip, goal_reward, hole_reward, cliff_reward):
+    """``(P, R, terminal, start)`` of a parsed layout (see the module docstring)."""
+    n_rows, n_cols = len(rows), len(rows[0])
+    S = n_rows * n_cols
+    cells = "".join(rows)
+    starts = [i for i, c in enumerate(cells) if c == "S"]
+    if "C" in cells and len(starts) != 1:
+        raise ValueError(f"layout: a cliff needs exactly one start cell 'S', got {len(starts)}")
+    terminal = np.array([c in "GHW" for c in cells])
+    P = np.zeros((S, 4, S))
+    weighted_r = np.zeros((S, 4, S))  # sum of probability * reward, divided by P below
+    cell_reward = {"G": goal_reward, "H": hole_reward, "C": cliff_reward}
+    for s in range(S):
+        if terminal[s]:
+            P[s, :, s] = 1.0
+            continue
+        r, c = divmod(s, n_cols)
+        for a in range(4):
+            for direction, prob in ((a, 1.0 - slip), ((a - 1) % 4, slip / 2),
+                                    ((a + 1) % 4, slip / 2)):
+                if prob == 0.0:
+                    continue
+                r2 = min(max(r + MOVES[direction][0], 0), n_rows - 1)
+                c2 = min(max(c + MOVES[direction][1], 0), n_cols - 1)
+                s2 = r2 * n_cols + c2
+                if cells[s2] == "W":
+                    s2 = s
+                reward = cell_reward.get(cells[s2], step_reward)
+                if cells[s2] == "C":
+                    s2 = starts[0]
+                P[s, a, s2] += prob
+                weighted_r[s, a, s2] += prob * reward
+    R = np.divide(weighted_r, P, out=np.zeros_like(P), where=P > 0)
+    start = np.zeros(S)
+    start[starts] = 1.0 / len(starts)
+    return P, R, terminal, start
+
+
+class GridWorld(TabularMDP):
+    """A TabularMDP on a grid layout (see the module docstring for cells, rewards and slip).
+
+    Without ``layout``: an open ``size x size`` grid, start top-left (state 0), goal (+1,
+    terminal) bottom-right (state ``size**2 - 1``), ``step_reward`` per move.
+    ``shape = (rows, cols)``; ``layout`` holds the rows as strings.
+    """
+
+    def __init__(self, size: int = 5, n: int = 1, seed: int | None = None,
+                 step_reward: float = -0.01, slip: float = 0.0, layout=None, *,
+                 goal_reward: float = 1.0, hole_reward: float = 0.0,
+                 cliff_reward: float = -100.0, max_steps: int | None = None):
+        self.layout = parse_layout(layout) if layout is not None else default_layout(size)
+        self.shape = (len(self.layout), len(self.layout[0]))
+        self.slip = check_probability("slip", slip)
+        P, R, terminal, start = build_model(self.layout, float(step_reward), self.slip,
+                                            float(goal_reward), float(hole_reward),
+                                            float(cliff_reward))
+        super().__init__(P, R, terminal, start, n=n, seed=seed, max_steps=max_steps)
+
+    def render_text(self, copy: int = 0) -> str:
+        """The layout, one line per row, with ``@`` on copy ``copy``'s cell once reset."""
+        cells = [list(row) for row in self.layout]
+        if self._was_reset:
+            r, c = divmod(int(self.state[copy]), self.shape[1])
+            cells[r][c] = "@"
+        return "\n".join("".join(row) for row in cells)
+
+    def __str__(self) -> str:
+        return self.render_text()
+
+    def plot(self, values=None, policy=None, ax=None, title=None, cmap="viridis",
+             annotate=True):
+        """Draw the grid: a heat map of ``values [S]`` and arrows of ``policy``.
+
+        ``policy`` is ``[S]`` actions or ``[S, A]`` action probabilities (the most likely action
+        is drawn). Arrows point the way the action moves the agent (UP points up on screen);
+        terminal cells and walls get no arrow. Special cells show their letter. Returns ``ax``.
+        """
+        import matplotlib.pyplot as plt  # only when plotting: keeps the import light
+
+        n_rows, n_cols = self.shape
+        if ax is None:
+            _, ax = plt.subplots(figsize=(0.6 * n_cols + 1.5, 0.6 * n_rows + 0.6))
+        if values is not None:
+            values = np.asarray(values, dtype=np.float64)
+            if values.shape != (self.num_states,):
+                raise ValueError(
+                    f"values: expected shape ({self.num_states},) (one per state), "
+                    f"got {values.shape}"
+                )
+            img = ax.imshow(values.reshape(self.shape), cmap=cmap, origin="upper")
+            ax.figure.colorbar(img, ax=ax, fraction=0.046, pad=0.04)
+        else:
+            ax.imshow(np.zeros(self.shape), cmap="Greys", vmin=0, vmax=1, origin="upper")
+        for s, cell in enumerate("".join(self.layout)):
+            r, c = divmod(s, n_cols)
+            if cell in "SGHCW":
+                ax.text(c, r - 0.28, cell, ha="center", va="center", fontsize=8, color="red")
+            if annotate and values is not None and not self.terminal[s] and self.num_states <= 64:
+                ax.text(c, r + 0.3, f"{values[s]:.2f}", ha="center", va="center", fontsize=6,
+                        color="white")
+        if policy is not None:
+            self._draw_arrows(ax, policy)
+        ax.set_xticks(range(n_cols))
+        ax.set_yticks(range(n_rows))
+        ax.set_xlim(-0.5, n_cols - 0.5)
+        ax.set_ylim(n_rows - 0.5, -0.5)  # row 0 at the top, as in the text rendering
+        if title is not None:
+            ax.set_title(title)
+        return ax
+
+    def _draw_arrows(self, ax, policy) -> None:
+        policy = np.asarray(policy)
+        if policy.shape == (self.num_states, self.num_actions) and policy.dtype.kind == "f":
+            policy = policy.argmax(axis=1)
+        if policy.shape != (self.num_states,) or policy.dtype.kind not in "iu":
+            raise ValueError(
+                f"policy: expected shape ({self.num_states},) of ints or "
+                f"({self.num_states}, {self.num_actions}) of probabilities, "
+                f"got shape {policy.shape} dtype {policy.dtype}"
+            )
+        if policy.size and (policy.min() < 0 or policy.max() >= self.num_actions):
+            raise ValueError(f"policy: actions must be in [0, {self.num_actions}), "
+                             f"got {policy.min()}..{policy.max()}")
+        live = np.flatnonzero(~self.terminal)
+        rows, cols = np.divmod(live, self.shape[1])
+        moves = np.array(MOVES)[policy[live]]
+        # Data coordinates: x is the column, y the row (pointing down, as drawn), so an action's
+        # (d_col, d_row) is exactly its arrow in data space.
+        ax.quiver(cols, rows, 0.7 * moves[:, 1], 0.7 * moves[:, 0], angles="xy",
+                  scale_units="xy", scale=1, pivot="middle", color="white",
+                  edgecolor="black", linewidth=0.5, width=0.012)
+
+
+_GYM_LIMIT = "gymnasium"
+
+
+class FrozenLake(GridWorld):
+    """Gymnasium's FrozenLake-v1: reward 1 for reaching G, 0 otherwise; holes end the episode.
+
+    ``map_name`` ``"4x4"`` or ``"8x8"`` (or pass ``layout``). ``is_slippery`` moves as intended
+    with probability 1/3 and to each side with 1/3 (``slip=2/3``). ``max_steps`` defaults to
+    Gymnasium's TimeLimit: 100 for 4x4, 200 for 8x8, none for a custom layout.
+    """
+
+    def __init__(self, map_name: str = "4x4", is_slippery: bool = True, n: int = 1,
+                 seed: int | None = None, max_steps=_GYM_LIMIT, layout=None):
+        custom = layout is not None
+        if not custom:
+            if map_name not in FROZEN_LAKE_MAPS:
+                raise ValueError(f"map_name: expected '4x4' or '8x8', got {map_name!r}")
+            layout = FROZEN_LAKE_MAPS[map_name]
+        if max_steps == _GYM_LIMIT:
+            max_steps = None if custom else {"4x4": 100, "8x8": 200}[map_name]
+        super().__init__(n=n, seed=seed, step_reward=0.0, slip=2 / 3 if is_slippery else 0.0,
+                         layout=layout, goal_reward=1.0, hole_reward=0.0, max_steps=max_steps)
+
+
+class CliffWalking(GridWorld):
+    """Sutton & Barto's cliff (Example 6.6), as Gymnasium's CliffWalking-v1 on a 4x12 grid.
+
+    Start bottom-left, goal bottom-right, cliff between them: -1 per step (entering the goal
+    included), -100 for stepping into the cliff and back to the start (not an episode end).
+    No time limit by default, as Gymnasium. ``slip=2/3`` is Gymnasium's ``is_slippery``.
+    Note: Gymnasium's CliffWalking numbers actions UP, RIGHT, DOWN, LEFT; ours are
+    LEFT, DOWN, RIGHT, UP as every gridworld here.
+    """
+
+    def __init__(self, n: int = 1, seed: int | None = None, slip: float = 0.0,
+                 max_steps: int | None = None):
+        super().__init__(n=n, seed=seed, step_reward=-1.0, slip=slip, layout=CLIFF_WALKING_MAP,
+                         goal_reward=-1.0, cliff_reward=-100.0, max_steps=max_steps)

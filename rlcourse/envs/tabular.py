@@ -1,0 +1,129 @@
+"""TabularMDP: ``n`` copies sampling a finite MDP given as arrays (the model DP works on).
+
+Model: ``P [S, A, S]`` with ``P[s, a, s']`` the probability of moving to ``s'``; ``R [S, A, S]``
+the reward of that transition; ``terminal [S]`` bool, entering a terminal state ends the episode;
+``start [S]`` the distribution of first states (no mass on terminal states). Rows of terminal
+states are never sampled; for dynamic programming make them absorbing with reward 0.
+
+One generator (``np.random.default_rng(seed)``) drives all copies: the same seed gives the same
+episodes. Observations are the integer states ``[n]`` (int64).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import as_float_array, as_int_array, check_shape
+from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n
+
+__all__ = ["TabularMDP"]
+
+
+def _check_model(P, R, terminal, start):
+    """Validated float64 ``P``, ``R``, bool ``terminal`` and float64 ``start``."""
+    P = as_float_array("P", P, ndim=3).astype(np.float64)
+    S, A, S2 = P.shape
+    if S != S2 or S == 0 or A == 0:
+        raise ValueError(f"P: expected shape [S, A, S] with S, A >= 1, got {P.shape}")
+    if (P < 0).any():
+        s, a, s2 = np.argwhere(P < 0)[0]
+        raise ValueError(f"P: probabilities must be >= 0, got P[{s}, {a}, {s2}] = {P[s, a, s2]}")
+    sums = P.sum(axis=2)
+    off = np.abs(sums - 1.0) > 1e-8
+    if off.any():
+        s, a = np.argwhere(off)[0]
+        raise ValueError(
+            f"P: each row P[s, a, :] must sum to 1, but P[{s}, {a}, :] sums to {sums[s, a]:.6g}"
+        )
+    R = as_float_array("R", R).astype(np.float64)
+    check_shape("R", R, P.shape, against="P")
+    terminal = np.asarray(terminal)
+    if terminal.dtype != np.bool_:
+        raise TypeError(f"terminal: expected a bool array of shape ({S},), got dtype {terminal.dtype}")
+    check_shape("terminal", terminal, (S,), against="[S] with S from P")
+    if terminal.all():
+        raise ValueError("terminal: every state is terminal, so no episode can start")
+    start = as_float_array("start", start, ndim=1).astype(np.float64)
+    check_shape("start", start, (S,), against="[S] with S from P")
+    if (start < 0).any() or abs(start.sum() - 1.0) > 1e-8:
+        raise ValueError(
+            f"start: expected a distribution over the {S} states (>= 0, sum 1), "
+            f"got min {start.min():.6g} and sum {start.sum():.6g}"
+        )
+    if (start[terminal] > 0).any():
+        s = int(np.flatnonzero(terminal & (start > 0))[0])
+        raise ValueError(f"start: state {s} is terminal but has start probability {start[s]:.6g}")
+    return P, R, terminal, start
+
+
+def _cumulative(p: np.ndarray) -> np.ndarray:
+    """CDF along the last axis with the last entry exactly 1, so a uniform draw in [0, 1)
+    always lands on a state with non-zero probability (no rounding overshoot)."""
+    cdf = np.cumsum(p, axis=-1)
+    cdf[..., -1] = 1.0
+    return cdf
+
+
+class TabularMDP(EpisodeStats):
+    """``n`` copies of the MDP ``(P, R, terminal, start)`` with same-step autoreset.
+
+    ``obs [n]`` int64 states; ``step(actions [n])`` samples ``s' ~ P[s, a]``, pays
+    ``R[s, a, s']``, terminates when ``terminal[s']`` and truncates on the ``max_steps``-th
+    step of an episode (``None``: no limit). ``P``, ``R``, ``terminal``, ``start`` are kept as
+    attributes for dynamic programming; ``state [n]`` is the current state of each copy.
+    """
+
+    observation_shape = ()
+
+    def __init__(self, P, R, terminal, start, n: int = 1, seed: int | None = None,
+                 max_steps: int | None = None):
+        self.P, self.R, self.terminal, self.start = _check_model(P, R, terminal, start)
+        self.num_states, self.num_actions = self.P.shape[:2]
+        self.n = check_n(n)
+        self.max_steps = check_max_steps(max_steps)
+        self._cdf = _cumulative(self.P)
+        self._start_cdf = _cumulative(self.start)
+        self._rng = np.random.default_rng(seed)
+        self.state = np.zeros(self.n, dtype=np.int64)
+        self._init_stats(self.n)
+        self._was_reset = False
+
+    def _sample_starts(self, k: int) -> np.ndarray:
+        return np.searchsorted(self._start_cdf, self._rng.random(k), side="right")
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Draw a start state for every copy; returns ``obs [n]``. ``seed`` re-seeds."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.state = self._sample_starts(self.n).astype(np.int64)
+        self._clear_running()
+        self._was_reset = True
+        return self.state.copy()
+
+    def step(self, actions) -> Step:
+        """Take ``actions [n]`` in every copy; see :class:`~rlcourse.envs.base.Step`."""
+        if not self._was_reset:
+            raise RuntimeError(f"{type(self).__name__}.step: call reset() before the first step()")
+        actions = check_actions(actions, self.n, self.num_actions)
+        s = as_int_array("state", self.state, 0, self.num_states)
+        check_shape("state", s, (self.n,), against="[n]")
+        u = self._rng.random(self.n)
+        # Inverse-CDF sampling of every copy at once: count the CDF entries <= u.
+        nxt = (self._cdf[s, actions] <= u[:, None]).sum(axis=1)
+        reward = self.R[s, actions, nxt]
+        terminated = self.terminal[nxt]
+        self._ret += reward
+        self._len += 1
+        if self.max_steps is None:
+            truncated = np.zeros(self.n, dtype=bool)
+        else:
+            truncated = self._len >= self.max_steps
+        final_obs = nxt
+        done = terminated | truncated
+        if done.any():
+            idx = np.flatnonzero(done)
+            self._finish(idx)
+            nxt = nxt.copy()
+            nxt[idx] = self._sample_starts(idx.size)
+        self.state = nxt.copy()
+        return Step(nxt, reward, terminated, truncated, final_obs)

@@ -1,0 +1,80 @@
+"""TicTacToe for tree search: immutable, hashable states and pure functions on them.
+
+A state is ``State(board, player)``: ``board`` a tuple of 9 ints (cells 0..8 row by row,
+``1`` for X, ``-1`` for O, ``0`` empty) and ``player`` the one to move (X = 1 moves first).
+Actions are cell indices. Every method is a pure function of its arguments, so
+``game.legal_actions``, ``game.apply`` etc. can be passed to ``mcts`` as plain functions.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+__all__ = ["TicTacToe", "TicTacToeState"]
+
+LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+_SYMBOL = {1: "X", -1: "O", 0: "."}
+
+
+class TicTacToeState(NamedTuple):
+    """``board`` tuple of 9 ints in {1, -1, 0}; ``player`` (1 or -1) moves next."""
+
+    board: tuple
+    player: int
+
+
+class TicTacToe:
+    """Rules of noughts and crosses on immutable :class:`TicTacToeState` values."""
+
+    num_actions = 9
+
+    def initial_state(self) -> TicTacToeState:
+        """Empty board, X (1) to move."""
+        return TicTacToeState((0,) * 9, 1)
+
+    def winner(self, state: TicTacToeState) -> int:
+        """1 if X has three in a line, -1 if O has, else 0 (ongoing or draw)."""
+        b = state.board
+        for i, j, k in LINES:
+            if b[i] != 0 and b[i] == b[j] == b[k]:
+                return b[i]
+        return 0
+
+    def is_terminal(self, state: TicTacToeState) -> bool:
+        """True when someone has won or the board is full."""
+        return self.winner(state) != 0 or 0 not in state.board
+
+    def legal_actions(self, state: TicTacToeState) -> list[int]:
+        """Empty cells in increasing order; ``[]`` once the game is over."""
+        if self.is_terminal(state):
+            return []
+        return [i for i, v in enumerate(state.board) if v == 0]
+
+    def apply(self, state: TicTacToeState, action: int) -> TicTacToeState:
+        """The state after the player to move marks cell ``action``; raises on illegal moves."""
+        if isinstance(action, bool) or not hasattr(action, "__index__"):
+            raise TypeError(f"action: expected an int cell index 0..8, got {action!r}")
+        action = operator.index(action)
+        if not 0 <= action < 9:
+            raise ValueError(f"action: expected a cell index 0..8, got {action}")
+        if self.is_terminal(state):
+            raise ValueError(f"action {action}: the game is over, no move is legal")
+        if state.board[action] != 0:
+            raise ValueError(
+                f"action {action}: cell is taken by {_SYMBOL[state.board[action]]}; "
+                f"legal actions are {self.legal_actions(state)}"
+            )
+        board = list(state.board)
+        board[action] = state.player
+        return TicTacToeState(tuple(board), -state.player)
+
+    def reward(self, state: TicTacToeState) -> float:
+        """From the view of the player who just moved (``-state.player``): +1 if they have won,
+        0 for a draw or an ongoing game (the mover can never have just lost)."""
+        return 1.0 if self.winner(state) == -state.player else 0.0
+
+    def render(self, state: TicTacToeState) -> str:
+        """Three lines of X, O and ``.``."""
+        b = state.board
+        return "\n".join(" ".join(_SYMBOL[v] for v in b[r:r + 3]) for r in (0, 3, 6))
