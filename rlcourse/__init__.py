@@ -9,3 +9,5 @@ from .autodiff import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
 from .optim import *  # noqa: E402,F401,F403
 from . import exercises  # noqa: E402,F401
+from .returns import *  # noqa: E402,F401,F403
+from .distributions import *  # noqa: E402,F401,F403

@@ -1,0 +1,123 @@
+"""Policy distributions: categorical (discrete actions) and diagonal Gaussian (continuous).
+
+The log-probability and entropy functions are built from rlcourse's differentiable ops, so
+they work on plain arrays and inside ``value_and_grad`` alike (gradients flow to the logits,
+the mean and the log standard deviation). Logits must be finite: a NaN or infinite logit
+means the network has diverged, and is reported instead of turning into a NaN loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import autodiff as ad
+from ._checks import as_int_array, check_finite, check_shape
+
+__all__ = [
+    "categorical_sample", "categorical_log_prob", "categorical_entropy", "categorical_probs",
+    "gaussian_log_prob", "gaussian_entropy",
+]
+
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+
+
+def _check_logits(logits, name: str = "logits") -> np.ndarray:
+    """The value of ``logits`` (array or Tensor): float, at least 1-D, finite, non-empty rows."""
+    value = np.asarray(ad.stop_gradient(logits))
+    if not np.issubdtype(value.dtype, np.floating):
+        raise TypeError(f"{name}: expected floating-point logits, got dtype {value.dtype}")
+    if value.ndim < 1 or value.shape[-1] < 1:
+        raise ValueError(f"{name}: expected shape [..., A] with A >= 1 actions, got {value.shape}")
+    check_finite(name, value)
+    return value
+
+
+def categorical_probs(logits) -> np.ndarray:
+    """``softmax(logits)`` along the last axis as a plain array ``[..., A]``."""
+    return ad.softmax(_check_logits(logits))
+
+
+def categorical_sample(logits, rng: np.random.Generator) -> np.ndarray:
+    """One action per row of ``logits [..., A]``: int64 array ``[...]``.
+
+    Inverse-CDF sampling with one ``rng.random()`` draw per row, so the same generator state
+    gives the same actions. ``logits`` may be a traced value; no gradient flows through a sample.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
+    probs = ad.softmax(_check_logits(logits))
+    cdf = np.cumsum(probs, axis=-1)
+    u = rng.random(probs.shape[:-1]) * cdf[..., -1]  # scaled by the total: rounding never overshoots
+    actions = (u[..., None] >= cdf).sum(axis=-1)
+    return np.minimum(actions, probs.shape[-1] - 1).astype(np.int64)
+
+
+def categorical_log_prob(logits, actions):
+    """``log pi(actions | logits)``: logits ``[..., A]``, integer actions ``[...]`` -> ``[...]``.
+
+    Differentiable in ``logits``. Actions outside ``[0, A)`` or of the wrong shape raise.
+    """
+    value = _check_logits(logits)
+    actions = as_int_array("actions", actions, 0, value.shape[-1])
+    check_shape("actions", actions, value.shape[:-1], against="logits without its last axis")
+    picked = ad.take_along_axis(ad.log_softmax(logits), actions[..., None], axis=-1)
+    return ad.reshape(picked, actions.shape)
+
+
+def categorical_entropy(logits):
+    """``-sum_a pi(a) log pi(a)`` of each row of ``logits [..., A]`` -> ``[...]`` (nats, >= 0)."""
+    _check_logits(logits)
+    log_p = ad.log_softmax(logits)
+    return -ad.sum(ad.exp(log_p) * log_p, axis=-1)
+
+
+def _check_gaussian(mean, log_std, actions=None):
+    mean_v = np.asarray(ad.stop_gradient(mean))
+    log_std_v = np.asarray(ad.stop_gradient(log_std))
+    for name, v in (("mean", mean_v), ("log_std", log_std_v)):
+        if not np.issubdtype(v.dtype, np.floating):
+            raise TypeError(f"{name}: expected a floating-point array, got dtype {v.dtype}")
+        if v.ndim < 1:
+            raise ValueError(f"{name}: expected shape [..., D] (action dimensions last), got {v.shape}")
+        check_finite(name, v)
+    try:
+        shape = np.broadcast_shapes(mean_v.shape, log_std_v.shape)
+    except ValueError:
+        raise ValueError(
+            f"log_std: shape {log_std_v.shape} does not broadcast against mean {mean_v.shape}"
+        ) from None
+    if actions is not None:
+        actions = np.asarray(actions)
+        if not np.issubdtype(actions.dtype, np.floating):
+            raise TypeError(f"actions: expected continuous (float) actions, got dtype {actions.dtype}")
+        check_finite("actions", actions)
+        check_shape("actions", actions, shape, against="mean broadcast with log_std")
+    return actions
+
+
+def gaussian_log_prob(mean, log_std, actions):
+    """Log-density of a diagonal Gaussian, summed over the action dimensions.
+
+    ``mean [..., D]``, ``log_std [D]`` or ``[..., D]``, ``actions [..., D]`` -> ``[...]``:
+    ``sum_d -0.5 * ((a - mu) / sigma)^2 - log sigma - 0.5 log(2 pi)``. Differentiable in
+    ``mean`` and ``log_std``.
+    """
+    actions = _check_gaussian(mean, log_std, actions)
+    z = (actions - mean) * ad.exp(-1.0 * log_std)
+    per_dim = -0.5 * ad.square(z) - log_std - _HALF_LOG_2PI
+    return ad.sum(per_dim, axis=-1)
+
+
+def gaussian_entropy(log_std):
+    """Entropy of a diagonal Gaussian, ``sum_d log sigma_d + 0.5 log(2 pi e)``: ``[..., D] -> [...]``.
+
+    Depends only on the spread, not the mean; can be negative (a density, not a distribution
+    over finitely many actions).
+    """
+    log_std_v = np.asarray(ad.stop_gradient(log_std))
+    if not np.issubdtype(log_std_v.dtype, np.floating):
+        raise TypeError(f"log_std: expected a floating-point array, got dtype {log_std_v.dtype}")
+    if log_std_v.ndim < 1:
+        raise ValueError(f"log_std: expected shape [..., D], got {log_std_v.shape}")
+    check_finite("log_std", log_std_v)
+    return ad.sum(log_std + (_HALF_LOG_2PI + 0.5), axis=-1)
