@@ -9,7 +9,8 @@ Nothing here copies a state: ``apply`` must return a new one and leave its input
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 

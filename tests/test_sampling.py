@@ -1,0 +1,151 @@
+"""Temperature, top-k, top-p and token sampling (rlcourse.sampling)."""
+
+import numpy as np
+import pytest
+
+import rlcourse as rc
+
+
+def softmax(x):
+    z = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def kept(filtered):
+    return np.flatnonzero(np.isfinite(filtered)).tolist()
+
+
+# ----------------------------------------------------------------------------- top-k
+
+
+def test_top_k_keeps_exactly_the_k_largest():
+    logits = np.array([0.1, 2.0, -1.0, 1.5, 0.3])
+    out = rc.top_k_filter(logits, 2)
+    assert kept(out) == [1, 3]
+    np.testing.assert_array_equal(out[[1, 3]], logits[[1, 3]])  # kept logits are untouched
+    assert kept(rc.top_k_filter(logits, 1)) == [1]
+    assert kept(rc.top_k_filter(logits, 5)) == kept(rc.top_k_filter(logits, 50)) == [0, 1, 2, 3, 4]
+
+
+def test_top_k_keeps_every_token_tied_at_the_threshold():
+    logits = np.array([1.0, 3.0, 1.0, 2.0, 1.0])
+    assert kept(rc.top_k_filter(logits, 3)) == [0, 1, 2, 3, 4]  # three tokens tie for 3rd
+    assert kept(rc.top_k_filter(logits, 2)) == [1, 3]
+
+
+def test_top_k_works_row_by_row():
+    logits = np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])
+    out = rc.top_k_filter(logits, 1)
+    assert out.shape == (2, 3)
+    assert kept(out[0]) == [2] and kept(out[1]) == [0]
+
+
+# ----------------------------------------------------------------------------- top-p
+
+
+def test_top_p_keeps_the_smallest_set_that_reaches_p():
+    logits = np.log([0.05, 0.5, 0.15, 0.3])  # ranked: 1 (0.5), 3 (0.3), 2 (0.15), 0 (0.05)
+    assert kept(rc.top_p_filter(logits, 0.1)) == [1]  # the top token always stays
+    assert kept(rc.top_p_filter(logits, 0.5)) == [1]  # 0.5 alone reaches 0.5
+    assert kept(rc.top_p_filter(logits, 0.51)) == [1, 3]
+    assert kept(rc.top_p_filter(logits, 0.8)) == [1, 3]  # mass exactly p counts as reaching it
+    assert kept(rc.top_p_filter(logits, 0.81)) == [1, 2, 3]
+    assert kept(rc.top_p_filter(logits, 1.0)) == [0, 1, 2, 3]
+
+
+def test_top_p_kept_mass_is_minimal_on_random_rows():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        logits = rng.normal(size=(3, 7)) * 2
+        p = float(rng.uniform(0.05, 0.99))
+        probs = softmax(logits)
+        keep = np.isfinite(rc.top_p_filter(logits, p))
+        for row, mask in zip(probs, keep):
+            assert row[mask].sum() >= p - 1e-9  # reaches p ...
+            assert row[mask].sum() - row[mask].min() < p  # ... and no token could be dropped
+            assert row[mask].min() >= row[~mask].max(initial=0.0)  # the most likely ones
+
+
+def test_top_p_ignores_already_masked_tokens():
+    logits = np.array([0.0, -np.inf, 0.0])
+    assert kept(rc.top_p_filter(logits, 0.9)) == [0, 2]
+
+
+# ----------------------------------------------------------------------------- temperature
+
+
+def test_temperature_divides_logits_and_sharpens_below_one():
+    logits = np.array([1.0, 2.0, 0.5])
+    np.testing.assert_allclose(rc.filter_logits(logits, temperature=0.5), logits / 0.5)
+
+    def entropy(t):
+        p = softmax(rc.filter_logits(logits, temperature=t))
+        return -(p * np.log(p)).sum()
+
+    entropies = [entropy(t) for t in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    assert np.all(np.diff(entropies) > 0)
+
+
+def test_filters_compose_temperature_then_top_k_then_top_p():
+    logits = np.log([0.4, 0.3, 0.2, 0.1])
+    # at temperature 1, top-k 3 renormalises to 4/9, 3/9, 2/9: top-p 0.7 keeps the first two
+    assert kept(rc.filter_logits(logits, top_k=3, top_p=0.7)) == [0, 1]
+    # a hot temperature flattens the distribution, so top-p needs more tokens
+    assert kept(rc.filter_logits(logits, temperature=10.0, top_k=3, top_p=0.7)) == [0, 1, 2]
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def test_sample_frequencies_match_the_filtered_distribution():
+    logits = np.array([0.0, 1.0, 2.0, -1.0, 0.5])
+    rng = np.random.default_rng(0)
+    for kwargs in ({}, {"temperature": 0.5}, {"top_k": 3}, {"top_p": 0.8}):
+        target = softmax(rc.filter_logits(logits, **kwargs))
+        draws = rc.sample_token(np.tile(logits, (20_000, 1)), rng, **kwargs)
+        freq = np.bincount(draws, minlength=5) / draws.size
+        np.testing.assert_allclose(freq, target, atol=0.015)
+        assert np.all(freq[target == 0] == 0)  # a filtered token is never drawn
+
+
+def test_sample_token_shapes_and_determinism():
+    logits = np.array([0.2, 0.1, -0.3])
+    token = rc.sample_token(logits, np.random.default_rng(1))
+    assert isinstance(token, int) and 0 <= token < 3
+    batch = rc.sample_token(np.zeros((4, 3)), np.random.default_rng(1))
+    assert batch.shape == (4,) and batch.dtype.kind == "i"
+    again = rc.sample_token(np.zeros((4, 3)), np.random.default_rng(1))
+    np.testing.assert_array_equal(batch, again)
+
+
+def test_masked_tokens_are_never_sampled():
+    logits = np.array([-np.inf, 0.0, -np.inf, 0.0])
+    draws = rc.sample_token(np.tile(logits, (2000, 1)), np.random.default_rng(0))
+    assert set(draws.tolist()) == {1, 3}
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "logits, kwargs, name",
+    [
+        ([0.0, np.nan], {}, "logits"),
+        ([0.0, np.inf], {}, "logits"),
+        ([-np.inf, -np.inf], {}, "logits"),
+        (np.zeros((2, 2, 2)), {}, "logits"),
+        ([0.0, 1.0], {"temperature": 0.0}, "temperature"),
+        ([0.0, 1.0], {"temperature": -1.0}, "temperature"),
+        ([0.0, 1.0], {"top_k": 0}, "top_k"),
+        ([0.0, 1.0], {"top_p": 0.0}, "top_p"),
+        ([0.0, 1.0], {"top_p": 1.5}, "top_p"),
+    ],
+)
+def test_bad_input_raises_naming_the_argument(logits, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        rc.sample_token(np.asarray(logits), np.random.default_rng(0), **kwargs)
+
+
+def test_rng_must_be_a_generator():
+    with pytest.raises(TypeError, match="rng"):
+        rc.sample_token(np.zeros(3), 0)
