@@ -11,3 +11,5 @@ from .optim import *  # noqa: E402,F401,F403
 from . import exercises  # noqa: E402,F401
 from .returns import *  # noqa: E402,F401,F403
 from .distributions import *  # noqa: E402,F401,F403
+from .search import *  # noqa: E402,F401,F403
+from .sampling import *  # noqa: E402,F401,F403
