@@ -13,3 +13,4 @@ from .returns import *  # noqa: E402,F401,F403
 from .distributions import *  # noqa: E402,F401,F403
 from .search import *  # noqa: E402,F401,F403
 from .sampling import *  # noqa: E402,F401,F403
+from .preference import *  # noqa: E402,F401,F403

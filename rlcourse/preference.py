@@ -1,0 +1,196 @@
+"""Learning from preferences and from verifiers: Bradley-Terry, DPO, IPO and GRPO.
+
+Conventions (as in Hugging Face TRL, see REFERENCE.md):
+
+- A *preference pair* is (prompt, chosen completion, rejected completion). The log-probs that
+  ``dpo_loss`` takes are sequence log-probs, ``log pi(completion | prompt)`` summed over the
+  completion's tokens only (``rc.sequence_log_prob`` with a mask that is false on the prompt
+  and the padding), one number per pair, shape ``[B]``.
+- The policy log-probs carry the gradient; the reference log-probs never do (they are wrapped
+  in ``stop_gradient``, so passing traced reference values cannot move the reference).
+- GRPO's group of ``G`` samples of one prompt sits in ``G`` consecutive rows of the batch.
+
+Every loss returns a scalar (a ``Tensor`` when its inputs are traced, so it works inside
+``value_and_grad``); every reported statistic (rewards, accuracy) is a plain number or array.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import autodiff as ad
+from ._checks import as_float_array, check_shape
+
+__all__ = [
+    "PreferenceResult",
+    "preference_loss",
+    "dpo_loss",
+    "ipo_loss",
+    "grpo_advantages",
+]
+
+
+class PreferenceResult(NamedTuple):
+    """What ``dpo_loss`` and ``ipo_loss`` return.
+
+    ``loss`` is the scalar to minimise (a Tensor when traced). ``chosen_rewards`` and
+    ``rejected_rewards`` [B] are the implicit rewards ``beta * (logp - ref_logp)`` of each
+    completion (plain arrays); ``accuracy`` is the fraction of pairs whose chosen reward is
+    strictly larger than the rejected one (a tie counts as wrong).
+    """
+
+    loss: object
+    chosen_rewards: np.ndarray
+    rejected_rewards: np.ndarray
+    accuracy: float
+
+
+def _values(name: str, x, shape: tuple | None = None, against: str | None = None):
+    """Check a 1-D batch of finite numbers, traced or not; return the plain values."""
+    arr = as_float_array(name, ad.stop_gradient(x), ndim=1)
+    if arr.size == 0:
+        raise ValueError(f"{name}: expected at least one pair, got an empty array")
+    if shape is not None:
+        check_shape(name, arr, shape, against)
+    return arr
+
+
+def _positive(name: str, value) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: expected a finite number > 0, got {value}")
+    return value
+
+
+def preference_loss(r_chosen, r_rejected, margin=0.0):
+    """Bradley-Terry reward-model loss: mean over pairs of ``-log sigmoid(r_c - r_r - margin)``.
+
+    ``r_chosen``, ``r_rejected`` [B]: the reward model's scores of the preferred and the other
+    completion (traced, to train the reward model). ``margin``: a scalar or [B] array that the
+    chosen score must beat the rejected one by (0 = plain Bradley-Terry, where
+    ``sigmoid(r_c - r_r)`` is the modelled probability that the chosen one wins).
+    Uses ``log_sigmoid``, so a large score gap gives a finite loss and gradient.
+    """
+    chosen = _values("r_chosen", r_chosen)
+    _values("r_rejected", r_rejected, chosen.shape, "r_chosen")
+    margin_arr = as_float_array("margin", margin)
+    if margin_arr.ndim > 1 or (margin_arr.ndim == 1 and margin_arr.shape != chosen.shape):
+        raise ValueError(
+            f"margin: expected a scalar or shape {chosen.shape} (the shape of r_chosen), "
+            f"got shape {margin_arr.shape}"
+        )
+    return -ad.mean(ad.log_sigmoid(r_chosen - r_rejected - margin_arr))
+
+
+def _pair_log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected):
+    """Validate the four [B] log-prob arrays; return the traced log-ratios and their values."""
+    chosen = _values("policy_chosen", policy_chosen)
+    for name, x in (("policy_rejected", policy_rejected), ("ref_chosen", ref_chosen),
+                    ("ref_rejected", ref_rejected)):
+        _values(name, x, chosen.shape, "policy_chosen")
+    ref_c = np.asarray(ad.stop_gradient(ref_chosen))
+    ref_r = np.asarray(ad.stop_gradient(ref_rejected))
+    return policy_chosen - ref_c, policy_rejected - ref_r
+
+
+def _result(loss, beta, chosen_ratio, rejected_ratio) -> PreferenceResult:
+    chosen_rewards = beta * np.asarray(ad.stop_gradient(chosen_ratio), dtype=np.float64)
+    rejected_rewards = beta * np.asarray(ad.stop_gradient(rejected_ratio), dtype=np.float64)
+    accuracy = float(np.mean(chosen_rewards > rejected_rewards))
+    return PreferenceResult(loss, chosen_rewards, rejected_rewards, accuracy)
+
+
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
+             label_smoothing=0.0) -> PreferenceResult:
+    """Direct Preference Optimisation loss on a batch of B preference pairs.
+
+    Inputs [B] are sequence log-probs summed over completion tokens: the policy's (traced) and
+    the frozen reference's, of the chosen and the rejected completion. With the log-ratio
+    margin ``z = (logp_c - ref_c) - (logp_r - ref_r)`` the loss is the mean over pairs of
+    ``-(1 - e) log sigmoid(beta z) - e log sigmoid(-beta z)``, ``e = label_smoothing``
+    (0 = plain DPO; e > 0 assumes each label is flipped with probability e, "conservative DPO").
+    ``beta > 0`` is the strength of the KL pull towards the reference: the implicit reward of a
+    completion is ``beta * (logp - ref_logp)``. Returns ``PreferenceResult``.
+    """
+    beta = _positive("beta", beta)
+    label_smoothing = float(label_smoothing)
+    if not 0.0 <= label_smoothing < 0.5:
+        raise ValueError(
+            f"label_smoothing: expected a number in [0, 0.5) (the assumed probability that a "
+            f"label is flipped), got {label_smoothing}"
+        )
+    chosen_ratio, rejected_ratio = _pair_log_ratios(
+        policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    logits = beta * (chosen_ratio - rejected_ratio)
+    per_pair = -(1.0 - label_smoothing) * ad.log_sigmoid(logits)
+    if label_smoothing > 0:
+        per_pair = per_pair - label_smoothing * ad.log_sigmoid(-logits)
+    return _result(ad.mean(per_pair), beta, chosen_ratio, rejected_ratio)
+
+
+def ipo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, tau=0.1,
+             chosen_lengths=None, rejected_lengths=None) -> PreferenceResult:
+    """Identity Preference Optimisation loss: mean over pairs of ``(z' - 1/(2 tau))**2``.
+
+    ``z'`` is DPO's log-ratio margin computed from *length-averaged* log-probs (per-token means
+    over the completion), as in IPO as implemented in TRL. Pass the same summed sequence
+    log-probs as to ``dpo_loss`` together with ``chosen_lengths`` and ``rejected_lengths`` [B]
+    (the number of completion tokens each sum ran over, e.g. ``mask[:, 1:].sum(1)``), and the
+    function divides by them. Pass neither if your log-probs are already per-token averages.
+
+    Unlike DPO, whose loss keeps falling as ``z`` grows (so on a pair that is always preferred
+    the margin runs off to infinity), IPO regresses ``z'`` onto the finite target ``1/(2 tau)``:
+    smaller ``tau`` = larger target margin = weaker pull to the reference. The implicit rewards
+    reported are ``tau * (mean logp - mean ref_logp)``.
+    """
+    tau = _positive("tau", tau)
+    chosen_ratio, rejected_ratio = _pair_log_ratios(
+        policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    if (chosen_lengths is None) != (rejected_lengths is None):
+        raise ValueError("chosen_lengths and rejected_lengths: pass both (summed log-probs) or "
+                         "neither (log-probs already averaged per token)")
+    if chosen_lengths is not None:
+        batch = np.shape(ad.stop_gradient(policy_chosen))
+        for name, lengths in (("chosen_lengths", chosen_lengths),
+                              ("rejected_lengths", rejected_lengths)):
+            arr = _values(name, lengths, batch, "policy_chosen")
+            if (arr <= 0).any():
+                raise ValueError(f"{name}: every completion needs at least one token, "
+                                 f"got a length of {arr.min()}")
+        chosen_ratio = chosen_ratio / np.asarray(chosen_lengths, dtype=np.float64)
+        rejected_ratio = rejected_ratio / np.asarray(rejected_lengths, dtype=np.float64)
+    margin = chosen_ratio - rejected_ratio
+    loss = ad.mean(ad.square(margin - 1.0 / (2.0 * tau)))
+    return _result(loss, tau, chosen_ratio, rejected_ratio)
+
+
+def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = True) -> np.ndarray:
+    """Group-relative advantages: ``(r - mean_g) / (std_g + eps)`` within each group.
+
+    ``rewards`` [B]: one scalar reward per sampled completion, the G = ``group_size`` samples of
+    one prompt in consecutive rows (B must be a multiple of G). ``std_g`` is the *sample*
+    standard deviation (ddof=1) and ``eps = 1e-4``, as in TRL; so G must be >= 2. A group whose
+    rewards are all equal carries no signal about which sample was better and gets advantage 0
+    (never NaN). ``scale=False`` skips the division by the std (the "Dr. GRPO" variant, which
+    keeps easy and hard prompts on the reward's own scale). The advantages of each group sum
+    to zero. Returns float64 [B]; rewards are data, not traced.
+    """
+    r = as_float_array("rewards", rewards, ndim=1).astype(np.float64)
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 2:
+        raise ValueError(f"group_size: expected an integer >= 2 (the sample std needs two "
+                         f"samples per prompt), got {group_size!r}")
+    if r.size == 0 or r.size % group_size:
+        raise ValueError(f"rewards: expected a batch that is a whole number of groups of "
+                         f"group_size={group_size}, got {r.size} rewards")
+    eps = float(eps)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps: expected a finite number > 0, got {eps}")
+    groups = r.reshape(-1, group_size)
+    centred = groups - groups.mean(axis=1, keepdims=True)
+    # exactly 0, not a rounding residue of the mean divided by eps
+    centred[np.ptp(groups, axis=1) == 0] = 0.0
+    if scale:
+        centred = centred / (groups.std(axis=1, ddof=1, keepdims=True) + eps)
+    return centred.reshape(-1)
