@@ -1,0 +1,80 @@
+"""Every lesson notebook has the template's parts, is stored executed, and equals its twin."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rlcourse.notebooks import cell_summary, find_lessons, lesson_info, twin_path
+
+LESSONS = Path(__file__).resolve().parent.parent / "lessons"
+NOTEBOOKS = find_lessons(LESSONS)
+HEADINGS = ["The problem", "The idea", "Build it", "Check it", "Use it", "Pitfalls",
+            "Exercises", "Key terms", "Further reading"]
+ids = [nb.stem for nb in NOTEBOOKS]
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_there_are_lessons():
+    assert NOTEBOOKS, f"no lesson notebooks found in {LESSONS}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_title_cell_names_number_prerequisites_time_and_goal(path):
+    info = lesson_info(path)
+    assert path.name.startswith(info.number + "_")
+    assert 5 <= info.minutes <= 180
+    assert all(p < info.number for p in info.prerequisites), "prerequisites must come earlier"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_template_headings_in_order(path):
+    markdown = "\n".join("".join(c["source"]) for c in load(path)["cells"]
+                         if c["cell_type"] == "markdown")
+    found = re.findall(r"^## (.+?)\s*$", markdown, flags=re.M)
+    positions = []
+    for heading in HEADINGS:
+        assert heading in found, f"{path.name} lacks the heading '## {heading}'"
+        positions.append(found.index(heading))
+    assert positions == sorted(positions), f"{path.name}: headings out of template order"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_stored_executed_in_order_without_timing_metadata(path):
+    nb = load(path)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    counts = [c["execution_count"] for c in code]
+    assert None not in counts, f"{path.name}: a code cell was never executed"
+    assert counts == list(range(1, len(code) + 1)), f"{path.name}: not run top to bottom once"
+    for cell in nb["cells"]:
+        assert "execution" not in cell.get("metadata", {}), f"{path.name}: timing metadata stored"
+        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])
+                       if "raises-exception" not in cell["metadata"].get("tags", [])), \
+            f"{path.name}: an unexpected error is stored"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_exercises_are_checked_and_solutions_tagged(path):
+    cells = load(path)["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    start = next(i for i, s in enumerate(sources) if re.search(r"^## Exercises", s, re.M))
+    end = next(i for i, s in enumerate(sources) if re.search(r"^## Key terms", s, re.M))
+    part = cells[start:end]
+    assert any("solution" in c["metadata"].get("tags", []) for c in part), \
+        f"{path.name}: no exercise solution cell is tagged 'solution'"
+    assert any("exercises.check(" in "".join(c["source"]) for c in part), \
+        f"{path.name}: no exercise is checked with rc.exercises.check"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_notebook_equals_its_plain_text_twin(path):
+    jupytext = pytest.importorskip("jupytext")
+    twin = twin_path(path)
+    assert twin.exists(), f"{path.name} has no twin {twin}"
+    assert cell_summary(load(path)) == cell_summary(jupytext.read(twin)), (
+        f"{path.name} and {twin.name} differ: rebuild with `python tools/build_lessons.py "
+        f"{path.name[:2]}`")
