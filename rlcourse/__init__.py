@@ -14,3 +14,5 @@ from .distributions import *  # noqa: E402,F401,F403
 from .search import *  # noqa: E402,F401,F403
 from .sampling import *  # noqa: E402,F401,F403
 from .preference import *  # noqa: E402,F401,F403
+from .dp import *  # noqa: E402,F401,F403
+from .bandits import *  # noqa: E402,F401,F403
