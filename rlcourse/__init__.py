@@ -16,3 +16,4 @@ from .sampling import *  # noqa: E402,F401,F403
 from .preference import *  # noqa: E402,F401,F403
 from .dp import *  # noqa: E402,F401,F403
 from .bandits import *  # noqa: E402,F401,F403
+from .tabular import *  # noqa: E402,F401,F403
