@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, as_int_array, check_shape
-from .base import _UNSIGNED, EpisodeStats, Step, check_actions, check_max_steps, check_n, copy_seeds
+from .._checks import as_float_array, check_shape
+from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n, copy_seeds
 
 __all__ = ["CartPole"]
 
@@ -79,6 +79,7 @@ class CartPole(EpisodeStats):
         self._q = np.empty((3, self.n))
         self._work = np.empty((3, self.n))
         self._beyond = np.empty((2, self.n), dtype=bool)
+        self._column = self._s[:, 0]  # copy 0's state, for the n == 1 path
         self._views = (
             self._g[2], self._g[3:5], self._g[4], self._q[:2], self._q[0], self._q[1],
             self._q[2], *self._work, self._deriv, self._deriv[1], self._deriv[3],
@@ -94,13 +95,14 @@ class CartPole(EpisodeStats):
 
     def _take_starts(self, idx: np.ndarray) -> np.ndarray:
         """The next episode start ``[len(idx), 4]`` of each copy in ``idx`` (distinct copies)."""
-        used_up = idx[self._next_start[idx] == _STARTS_PER_DRAW]
-        for i in used_up.tolist():  # once every _STARTS_PER_DRAW episodes of a copy
-            self._starts[i] = self._rngs[i].uniform(-0.05, 0.05, size=(_STARTS_PER_DRAW, 4))
-        self._next_start[used_up] = 0
-        starts = self._starts[idx, self._next_start[idx]]
-        self._next_start[idx] += 1
-        return starts
+        position = self._next_start[idx]
+        used_up = position == _STARTS_PER_DRAW
+        if np.count_nonzero(used_up):
+            for i in idx[used_up].tolist():  # once every _STARTS_PER_DRAW episodes of a copy
+                self._starts[i] = self._rngs[i].uniform(-0.05, 0.05, size=(_STARTS_PER_DRAW, 4))
+            position[used_up] = 0
+        self._next_start[idx] = position + 1
+        return self._starts.reshape(-1, 4).take(idx * _STARTS_PER_DRAW + position, axis=0)
 
     # -- protocol ------------------------------------------------------------------------------
     @property
@@ -134,16 +136,11 @@ class CartPole(EpisodeStats):
         if self.n == 1:
             return self._step_one(actions)
         s = self._s
-        if not (type(actions) is np.ndarray and actions.dtype.kind in "iu"
-                and actions.shape == (self.n,)):
-            actions = check_actions(actions, self.n, 2)
+        actions = check_actions(actions, self.n, 2)
         (theta, td_cos, cos, q01, temp, den, num, sin, force, tmp, deriv, xacc, thetaacc,
          deriv_even, velocities, positions, absolute) = self._views
         mul, div = np.multiply, np.divide
-        try:  # the lookup checks the range: viewed as unsigned, negative actions are huge
-            np.take(_FORCES, actions.view(_UNSIGNED[actions.dtype.itemsize]), out=force)
-        except IndexError:
-            as_int_array("actions", actions, 0, 2)  # raises the explanatory error
+        np.take(_FORCES, actions, out=force, mode="clip")  # actions are checked: clip is a no-op
         # Same operations in the same order as Gymnasium, so results match to the last bit;
         # where one ufunc call does two of them (stacked rows), each element sees the same op.
         np.cos(theta, cos)
@@ -182,8 +179,9 @@ class CartPole(EpisodeStats):
             idx = np.flatnonzero(done)
             self._finish(idx)
             obs = obs.copy()
-            s[:, idx] = self._take_starts(idx).T
-            obs[idx] = s[:, idx].T
+            starts = self._take_starts(idx)
+            s[:, idx] = starts.T
+            obs[idx] = starts  # float64 -> float32 on assignment, as astype
         return Step(obs, np.ones(self.n), terminated, truncated, final_obs)
 
     def _step_one(self, actions) -> Step:
@@ -196,7 +194,8 @@ class CartPole(EpisodeStats):
                 check_actions(actions, 1, 2)  # raises the explanatory error
         else:
             action = int(check_actions(actions, 1, 2)[0])
-        x, x_dot, theta, theta_dot = self._s[:, 0].tolist()
+        column = self._column
+        x, x_dot, theta, theta_dot = column.tolist()
         force = FORCE_MAG if action == 1 else -FORCE_MAG
         cos = float(np.cos(theta))
         sin = float(np.sin(theta))
@@ -210,16 +209,16 @@ class CartPole(EpisodeStats):
         theta = theta + TAU * theta_dot
         theta_dot = theta_dot + TAU * thetaacc
         new = (x, x_dot, theta, theta_dot)
-        self._s[:, 0] = new
-        self._ret += 1.0
+        column[:] = new
+        self._ret[0] += 1.0
         terminated = (x < -X_THRESHOLD or x > X_THRESHOLD
                       or theta < -THETA_THRESHOLD or theta > THETA_THRESHOLD)
-        self._len += 1
-        truncated = self.max_steps is not None and int(self._len[0]) >= self.max_steps
+        length = self._len[0] = self._len[0] + 1
+        truncated = self.max_steps is not None and length >= self.max_steps
         obs = np.array([new], dtype=np.float32)
         final_obs = obs
         if terminated or truncated:
             self._finish(_COPY_ZERO)
-            self._s[:, 0] = self._take_starts(_COPY_ZERO)[0]
-            obs = self._s[:, 0:1].T.astype(np.float32, order="C")
+            column[:] = self._take_starts(_COPY_ZERO)[0]
+            obs = column.astype(np.float32)[None]
         return Step(obs, np.ones(1), np.array([terminated]), np.array([truncated]), final_obs)
