@@ -17,3 +17,5 @@ from .preference import *  # noqa: E402,F401,F403
 from .dp import *  # noqa: E402,F401,F403
 from .bandits import *  # noqa: E402,F401,F403
 from .tabular import *  # noqa: E402,F401,F403
+from .llm import *  # noqa: E402,F401,F403
+from .lm import *  # noqa: E402,F401,F403
