@@ -86,20 +86,20 @@ class ControlResult:
 # versions, so the semantics live in exactly one place).
 
 
+def _bootstrap(value, terminated):
+    # The one place the mask lives: a terminal state has value 0, whatever its table entry holds.
+    return 0.0 if terminated else value
+
+
 def _td_target(reward, next_value, terminated, gamma):
-    # A terminal next state has value 0: its entry in the table is never read.
-    if terminated:
-        return reward
-    return reward + gamma * next_value
+    return reward + gamma * _bootstrap(next_value, terminated)
 
 
 def _n_step_target(rewards, bootstrap_value, terminated, gamma):
     total = 0.0
     for k, r in enumerate(rewards):
         total += gamma**k * r
-    if terminated:
-        return total
-    return total + gamma ** len(rewards) * bootstrap_value
+    return total + gamma ** len(rewards) * _bootstrap(bootstrap_value, terminated)
 
 
 def td_target(reward, next_value, terminated, gamma):
@@ -344,7 +344,7 @@ def mc_prediction(env, policy, episodes, gamma, first_visit=True, seed=0, alpha=
             if terminated or truncated:
                 break
             s = s_next
-        final_value = 0.0 if terminated else V[:, s_final].copy()
+        final_value = _bootstrap(V[:, s_final].copy(), terminated)
         returns = _mc_returns(rewards, gamma, final_value)
         first = {}
         for t, state in enumerate(states):
@@ -528,7 +528,7 @@ def mc_control(env, episodes, gamma=0.99, epsilon=0.1, first_visit=True, seed=0,
             if terminated or truncated:
                 break
             s = s_next
-        final_value = 0.0 if terminated else _epsilon_greedy_expectation(Q[s_final], epsilon)
+        final_value = _bootstrap(_epsilon_greedy_expectation(Q[s_final], epsilon), terminated)
         returns = _mc_returns(rewards, gamma, final_value)
         first = {}
         for t, pair in enumerate(pairs):
@@ -558,11 +558,8 @@ def _one_step_control(env, episodes, alpha, gamma, epsilon, seed, init, next_val
         a = _epsilon_greedy_action(Q[s], epsilon, rng)
         while True:
             s_next, r, terminated, truncated, s_final = _step(env, act, a)
-            if terminated:
-                target, a_next = r, None
-            else:
-                v_next, a_next = next_value(Q[s_final], rng)
-                target = _td_target(r, v_next, False, gamma)
+            v_next, a_next = next_value(Q[s_final], rng)
+            target = _td_target(r, v_next, terminated, gamma)
             Q[s, a] += alpha * (target - Q[s, a])
             total += r
             steps += 1
