@@ -628,3 +628,65 @@ def test_from_gymnasium_single_and_vector():
 def test_from_gymnasium_rejects_other_objects():
     with pytest.raises(TypeError, match="env: expected a gymnasium Env"):
         from_gymnasium(object())
+
+
+@pytest.mark.parametrize("n", [1, 3])  # n = 1 takes the scalar path, n > 1 the array path
+def test_tabular_mdp_draws_follow_documented_sampler(n):
+    """Both paths: reset draws ``rng.random(n)`` and inverts the start CDF; each step draws
+    ``rng.random(n)`` and inverts the CDF of ``P[s, a]``; autoresets draw ``rng.random(k)``
+    for the ``k`` finished copies in index order."""
+    env = FrozenLake(n=n, seed=7, max_steps=6)
+    rng = np.random.default_rng(7)
+    cdf = np.cumsum(env.P, axis=2)
+    start_cdf = np.cumsum(env.start)
+    state = np.minimum(np.searchsorted(start_cdf, rng.random(n), side="right"), 15)
+    assert env.reset().tolist() == state.tolist()
+    actions = np.random.default_rng(0).integers(0, 4, size=(60, n))
+    lengths = np.zeros(n, dtype=int)
+    finished = 0
+    for a in actions:
+        u = rng.random(n)
+        nxt = np.array([min(np.searchsorted(cdf[s, b], x, side="right"), 15)
+                        for s, b, x in zip(state, a, u, strict=True)])
+        lengths += 1
+        done = env.terminal[nxt] | (lengths >= 6)
+        step = env.step(a)
+        assert step.final_obs.tolist() == nxt.tolist()
+        assert step.reward.tolist() == env.R[state, a, nxt].tolist()
+        assert step.done.tolist() == done.tolist()
+        nxt[done] = np.minimum(np.searchsorted(start_cdf, rng.random(done.sum()), side="right"),
+                               15)
+        lengths[done] = 0
+        finished += done.sum()
+        assert step.obs.tolist() == nxt.tolist()
+        state = nxt
+    assert finished > 5 and len(env.episode_lengths) == finished
+
+
+def test_tabular_state_setter_validates():
+    env = FrozenLake(n=2, seed=0)
+    env.reset()
+    env.state = np.array([1, 2])
+    assert env.step(np.array([RIGHT, RIGHT])).final_obs.tolist() in (
+        [[a, b] for a in (1, 2, 5) for b in (2, 3, 6)])
+    with pytest.raises(ValueError, match="state: state 5 is terminal"):
+        env.state = np.array([5, 0])
+    with pytest.raises(ValueError, match="state: values must be < 16, got 16"):
+        env.state = np.array([16, 0])
+
+
+def test_tabular_never_samples_zero_probability_states_despite_rounding():
+    P = np.zeros((3, 1, 3))
+    P[0, 0] = [0.3, 0.7 - 1e-10, 0.0]  # sums to just under 1 (within the validation tolerance)
+    P[1, 0, 1] = P[2, 0, 2] = 1.0
+    env = TabularMDP(P, np.zeros_like(P), np.array([False, True, True]),
+                     np.array([1.0, 0.0, 0.0]), n=20000, seed=0)
+    env.reset()
+    # force draws at the very top of [0, 1): every one must land on state 1, never on state 2
+    class TopOfUnitInterval:
+        def random(self, k=None):
+            return np.full(k, 1.0 - 1e-16) if k else 1.0 - 1e-16
+
+    env._rng = TopOfUnitInterval()
+    step = env.step(np.zeros(20000, dtype=int))
+    assert (step.final_obs == 1).all()

@@ -59,6 +59,10 @@ def check_actions(actions, n: int, num_actions: int) -> np.ndarray:
     raise an error naming ``actions``, the expectation and what came.
     """
     if type(actions) is np.ndarray and actions.dtype.kind in "iu" and actions.shape == (n,):
+        if n == 1:  # a Python comparison is cheaper than a numpy reduction
+            if 0 <= actions.item() < num_actions:
+                return actions
+            return as_int_array("actions", actions, 0, num_actions)  # raises
         # Fast path: viewed as unsigned, negatives become huge, so one max() checks the range.
         if actions.view(_UNSIGNED[actions.dtype.itemsize]).max() < num_actions:
             return actions
@@ -122,3 +126,10 @@ class EpisodeStats:
         self.episode_lengths.extend(self._len[idx].tolist())
         self._ret[idx] = 0.0
         self._len[idx] = 0
+
+    def _finish_one(self) -> None:
+        """``_finish`` for copy 0 of a single-copy environment, with Python scalars."""
+        self.episode_returns.append(float(self._ret[0]))
+        self.episode_lengths.append(int(self._len[0]))
+        self._ret[0] = 0.0
+        self._len[0] = 0

@@ -218,7 +218,7 @@ class CartPole(EpisodeStats):
         obs = np.array([new], dtype=np.float32)
         final_obs = obs
         if terminated or truncated:
-            self._finish(_COPY_ZERO)
+            self._finish_one()
             column[:] = self._take_starts(_COPY_ZERO)[0]
             obs = column.astype(np.float32)[None]
         return Step(obs, np.ones(1), np.array([terminated]), np.array([truncated]), final_obs)

@@ -11,6 +11,8 @@ episodes. Observations are the integer states ``[n]`` (int64).
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .._checks import as_float_array, as_int_array, check_shape
@@ -57,10 +59,13 @@ def _check_model(P, R, terminal, start):
 
 
 def _cumulative(p: np.ndarray) -> np.ndarray:
-    """CDF along the last axis with the last entry exactly 1, so a uniform draw in [0, 1)
-    always lands on a state with non-zero probability (no rounding overshoot)."""
+    """CDF along the last axis, exactly 1 from the last state with non-zero probability on, so
+    a uniform draw in [0, 1) always lands on a state with non-zero probability even when the
+    rounded sums fall short of 1."""
     cdf = np.cumsum(p, axis=-1)
-    cdf[..., -1] = 1.0
+    size = p.shape[-1]
+    last = size - 1 - np.argmax(p[..., ::-1] > 0, axis=-1)
+    cdf[np.arange(size) >= last[..., None]] = 1.0
     return cdf
 
 
@@ -81,12 +86,32 @@ class TabularMDP(EpisodeStats):
         self.num_states, self.num_actions = self.P.shape[:2]
         self.n = check_n(n)
         self.max_steps = check_max_steps(max_steps)
-        self._cdf = _cumulative(self.P)
+        self._cdf = _cumulative(self.P).reshape(-1, self.num_states)  # row s * A + a
         self._start_cdf = _cumulative(self.start)
+        # Python copies of the model for the n == 1 path (bisect and list indexing beat numpy
+        # calls on single elements); they give the same draws as the array path.
+        self._cdf_rows = self._cdf.tolist()
+        self._reward_rows = self.R.reshape(-1, self.num_states).tolist()
+        self._terminal_list = self.terminal.tolist()
+        self._start_cdf_list = self._start_cdf.tolist()
         self._rng = np.random.default_rng(seed)
-        self.state = np.zeros(self.n, dtype=np.int64)
+        self._state = np.zeros(self.n, dtype=np.int64)
         self._init_stats(self.n)
         self._was_reset = False
+
+    @property
+    def state(self) -> np.ndarray:
+        """Current state of each copy ``[n]`` (int64); assign to put copies in chosen states."""
+        return self._state
+
+    @state.setter
+    def state(self, value) -> None:
+        value = as_int_array("state", value, 0, self.num_states)
+        check_shape("state", value, (self.n,), against="[n]")
+        if self.terminal[value].any():
+            s = int(value[self.terminal[value]][0])
+            raise ValueError(f"state: state {s} is terminal, episodes cannot be in it")
+        self._state[:] = value
 
     def _sample_starts(self, k: int) -> np.ndarray:
         return np.searchsorted(self._start_cdf, self._rng.random(k), side="right")
@@ -95,22 +120,23 @@ class TabularMDP(EpisodeStats):
         """Draw a start state for every copy; returns ``obs [n]``. ``seed`` re-seeds."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self.state = self._sample_starts(self.n).astype(np.int64)
+        self._state[:] = self._sample_starts(self.n)
         self._clear_running()
         self._was_reset = True
-        return self.state.copy()
+        return self._state.copy()
 
     def step(self, actions) -> Step:
         """Take ``actions [n]`` in every copy; see :class:`~rlcourse.envs.base.Step`."""
         if not self._was_reset:
             raise RuntimeError(f"{type(self).__name__}.step: call reset() before the first step()")
         actions = check_actions(actions, self.n, self.num_actions)
-        s = as_int_array("state", self.state, 0, self.num_states)
-        check_shape("state", s, (self.n,), against="[n]")
+        if self.n == 1:
+            return self._step_one(int(actions[0]))
+        rows = self._state * self.num_actions + actions
         u = self._rng.random(self.n)
         # Inverse-CDF sampling of every copy at once: count the CDF entries <= u.
-        nxt = (self._cdf[s, actions] <= u[:, None]).sum(axis=1)
-        reward = self.R[s, actions, nxt]
+        nxt = (self._cdf[rows] <= u[:, None]).sum(axis=1)
+        reward = self.R.reshape(-1, self.num_states)[rows, nxt]
         terminated = self.terminal[nxt]
         self._ret += reward
         self._len += 1
@@ -125,5 +151,22 @@ class TabularMDP(EpisodeStats):
             self._finish(idx)
             nxt = nxt.copy()
             nxt[idx] = self._sample_starts(idx.size)
-        self.state = nxt.copy()
+        self._state[:] = nxt
         return Step(nxt, reward, terminated, truncated, final_obs)
+
+    def _step_one(self, action: int) -> Step:
+        """``step`` for one copy with Python scalars; the same draws as the array path."""
+        row = int(self._state[0]) * self.num_actions + action
+        nxt = bisect.bisect_right(self._cdf_rows[row], self._rng.random())
+        reward = self._reward_rows[row][nxt]
+        terminated = self._terminal_list[nxt]
+        self._ret[0] += reward
+        length = self._len[0] = self._len[0] + 1
+        truncated = self.max_steps is not None and length >= self.max_steps
+        final_obs = np.array([nxt])
+        if terminated or truncated:
+            self._finish_one()
+            nxt = bisect.bisect_right(self._start_cdf_list, self._rng.random())
+        self._state[0] = nxt
+        return Step(np.array([nxt]), np.array([reward]), np.array([terminated]),
+                    np.array([truncated]), final_obs)
