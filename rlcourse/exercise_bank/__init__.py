@@ -6,3 +6,4 @@ One module per part of the course; each calls ``register`` at import time.
 from . import foundations  # noqa: F401
 from . import search  # noqa: F401
 from . import tabular_dp  # noqa: F401
+from . import tabular_td  # noqa: F401
