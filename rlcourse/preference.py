@@ -21,13 +21,23 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_float_array, check_shape
+from ._checks import as_bool_array, as_float_array, as_int_array, check_shape
+from .lm import Tokenizer, completion_log_prob
+from .optim import Adam
 
 __all__ = [
     "PreferenceResult",
+    "PreferencePairs",
+    "PreferenceTraining",
+    "ReviewTask",
+    "review_task",
     "preference_loss",
     "dpo_loss",
     "ipo_loss",
+    "make_preference_pairs",
+    "pair_log_probs",
+    "evaluate_pairs",
+    "train_on_preferences",
     "grpo_advantages",
 ]
 
@@ -194,3 +204,176 @@ def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = T
     if scale:
         centred = centred / (groups.std(axis=1, ddof=1, keepdims=True) + eps)
     return centred.reshape(-1)
+
+
+# ---------------------------------------------------------------- a toy preference task
+
+class ReviewTask(NamedTuple):
+    """A toy preference task: "praise film" or "roast plot", answered by a few adjectives.
+
+    ``tokenizer`` (word level), ``prompts`` (the 8 instructions), ``words`` (the 9 words a
+    completion is made of: 3 positive, 3 negative, 3 neutral) and ``score(prompt, completion)``,
+    the hidden annotator: positive minus negative words for "praise", the opposite for "roast".
+    """
+
+    tokenizer: Tokenizer
+    prompts: list
+    words: list
+    score: object
+
+
+_POSITIVE, _NEGATIVE, _NEUTRAL = ("good", "great", "fun"), ("bad", "dull", "awful"), ("very", "quite", "and")
+
+
+def _review_score(prompt: str, completion: str) -> int:
+    words = completion.split()
+    tone = sum(w in _POSITIVE for w in words) - sum(w in _NEGATIVE for w in words)
+    return tone if prompt.split()[0] == "praise" else -tone
+
+
+def review_task() -> ReviewTask:
+    """The praise/roast task of lesson 13 (see ``ReviewTask``)."""
+    subjects = ["film", "plot", "cast", "music"]
+    words = list(_POSITIVE + _NEGATIVE + _NEUTRAL)
+    tokenizer = Tokenizer(["praise", "roast"] + subjects + words)
+    prompts = [f"{mode} {s}" for mode in ("praise", "roast") for s in subjects]
+    return ReviewTask(tokenizer, prompts, words, _review_score)
+
+
+# ---------------------------------------------------------------- training a tiny LM on pairs
+
+class PreferencePairs(NamedTuple):
+    """N preference pairs as token arrays for ``rc.lm_logits``.
+
+    ``chosen``/``rejected`` ``[N, L]`` are whole sequences (prompt, completion, padding) and
+    ``chosen_mask``/``rejected_mask`` ``[N, L]`` are True on the completion tokens only (EOS
+    included), as ``rc.generate`` returns them. Row i of both is the same prompt.
+    """
+
+    chosen: np.ndarray
+    chosen_mask: np.ndarray
+    rejected: np.ndarray
+    rejected_mask: np.ndarray
+
+    def __len__(self):
+        return len(self.chosen)
+
+    def take(self, rows) -> PreferencePairs:
+        """The pairs at ``rows`` (an index array or slice)."""
+        return PreferencePairs(*(a[rows] for a in self))
+
+
+def make_preference_pairs(tokens_a, mask_a, tokens_b, mask_b, score_a, score_b) -> PreferencePairs:
+    """Label two completions per prompt by a score: the higher one is chosen, ties dropped.
+
+    ``tokens_a``/``tokens_b`` ``[N, L]`` (two samples for the same N prompts, with their
+    completion masks) and ``score_a``/``score_b`` [N], e.g. an annotator's or a rule's rating.
+    A tie says nothing about which is better, so that pair is left out.
+    """
+    tokens_a, tokens_b = as_int_array("tokens_a", tokens_a, low=0), as_int_array("tokens_b", tokens_b, low=0)
+    mask_a, mask_b = as_bool_array("mask_a", mask_a), as_bool_array("mask_b", mask_b)
+    if tokens_a.ndim != 2:
+        raise ValueError(f"tokens_a: expected shape [N, L], got {tokens_a.shape}")
+    for name, arr in (("mask_a", mask_a), ("tokens_b", tokens_b), ("mask_b", mask_b)):
+        check_shape(name, arr, tokens_a.shape, "tokens_a")
+    n = (len(tokens_a),)
+    score_a = _values("score_a", score_a, n, "tokens_a' rows")
+    score_b = _values("score_b", score_b, n, "tokens_a' rows")
+    keep = score_a != score_b
+    a_wins = (score_a > score_b)[keep, None]
+    return PreferencePairs(
+        np.where(a_wins, tokens_a[keep], tokens_b[keep]), np.where(a_wins, mask_a[keep], mask_b[keep]),
+        np.where(a_wins, tokens_b[keep], tokens_a[keep]), np.where(a_wins, mask_b[keep], mask_a[keep]),
+    )
+
+
+def pair_log_probs(params, pairs: PreferencePairs):
+    """``(logp_chosen [N], logp_rejected [N])``: completion log-probs summed over the mask.
+
+    Both sides go through the model in one batch (traced if ``params`` is).
+    """
+    n = len(pairs)
+    width = max(pairs.chosen.shape[1], pairs.rejected.shape[1])
+    tokens = np.concatenate([_pad_to(pairs.chosen, width), _pad_to(pairs.rejected, width)])
+    mask = np.concatenate([_pad_to(pairs.chosen_mask, width), _pad_to(pairs.rejected_mask, width)])
+    logp = completion_log_prob(params, tokens, mask)
+    return logp[:n], logp[n:]
+
+
+def _pad_to(arr: np.ndarray, width: int) -> np.ndarray:
+    return np.pad(arr, ((0, 0), (0, width - arr.shape[1])))
+
+
+def _completion_lengths(pairs: PreferencePairs):
+    return pairs.chosen_mask[:, 1:].sum(axis=1), pairs.rejected_mask[:, 1:].sum(axis=1)
+
+
+def _pair_loss(kind: str, pol_c, pol_r, ref_c, ref_r, lengths, beta, tau, label_smoothing):
+    if kind == "dpo":
+        return dpo_loss(pol_c, pol_r, ref_c, ref_r, beta=beta, label_smoothing=label_smoothing)
+    return ipo_loss(pol_c, pol_r, ref_c, ref_r, tau=tau, chosen_lengths=lengths[0],
+                    rejected_lengths=lengths[1])
+
+
+def evaluate_pairs(params, ref_params, pairs: PreferencePairs, loss: str = "dpo", beta: float = 0.1,
+                   tau: float = 0.1, label_smoothing: float = 0.0) -> PreferenceResult:
+    """The loss, implicit rewards and accuracy of ``params`` on ``pairs`` (e.g. held out)."""
+    _check_kind(loss)
+    pol = pair_log_probs(params, pairs)
+    ref = pair_log_probs(ref_params, pairs)
+    return _pair_loss(loss, *pol, *ref, _completion_lengths(pairs), beta, tau, label_smoothing)
+
+
+def _check_kind(loss: str) -> None:
+    if loss not in ("dpo", "ipo"):
+        raise ValueError(f"loss: expected 'dpo' or 'ipo', got {loss!r}")
+
+
+class PreferenceTraining(NamedTuple):
+    """What ``train_on_preferences`` returns: the trained ``params`` and, per step [steps],
+    the minibatch ``losses``, ``accuracies`` (implicit-reward accuracy) and ``margins`` (mean
+    log-ratio margin z of DPO, or z' of IPO, before the step's update)."""
+
+    params: dict
+    losses: np.ndarray
+    accuracies: np.ndarray
+    margins: np.ndarray
+
+
+def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta: float = 0.1,
+                         tau: float = 0.1, label_smoothing: float = 0.0, steps: int = 200,
+                         lr: float = 1e-3, batch: int = 64, seed=0) -> PreferenceTraining:
+    """DPO or IPO fine-tuning of a tiny LM (``rc.lm_logits`` params) on preference pairs.
+
+    The reference is ``params`` as passed in: its log-probs of every pair are computed once,
+    up front, and never change (the reference is frozen; only the policy moves). Each step draws
+    ``batch`` pairs without replacement and takes one Adam step on ``dpo_loss`` (``loss="dpo"``,
+    with ``beta`` and ``label_smoothing``) or ``ipo_loss`` (``loss="ipo"``, with ``tau`` and the
+    completion lengths read from the masks).
+    """
+    _check_kind(loss)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+    if len(pairs) == 0:
+        raise ValueError("pairs: expected at least one preference pair, got none")
+    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    ref_c, ref_r = pair_log_probs(params, pairs)
+    lengths = _completion_lengths(pairs)
+    scale = beta if loss == "dpo" else tau
+
+    def objective(p, rows):
+        pol_c, pol_r = pair_log_probs(p, pairs.take(rows))
+        return _pair_loss(loss, pol_c, pol_r, ref_c[rows], ref_r[rows],
+                          (lengths[0][rows], lengths[1][rows]), beta, tau, label_smoothing)
+
+    step = ad.value_and_grad(objective)
+    opt = Adam(lr=lr)
+    state = opt.init(params)
+    history = np.empty((3, steps))
+    size = min(batch, len(pairs))
+    for i in range(steps):
+        rows = rng.choice(len(pairs), size=size, replace=False)
+        (value, chosen, rejected, accuracy), grads = step(params, rows)
+        history[:, i] = value, accuracy, np.mean(chosen - rejected) / scale
+        params, state = opt.step(params, grads, state)
+    return PreferenceTraining(params, *history)

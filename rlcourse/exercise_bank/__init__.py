@@ -7,3 +7,4 @@ from . import foundations  # noqa: F401
 from . import search  # noqa: F401
 from . import tabular_dp  # noqa: F401
 from . import tabular_td  # noqa: F401
+from . import preference  # noqa: F401
