@@ -133,11 +133,11 @@ def mcts(
     Invariants: visits of the root actions sum to ``simulations``; the same ``seed`` gives the
     same result. The chosen action is the most visited one (ties: first in legal order).
     """
-    simulations = _positive_int("simulations", simulations)
+    simulations = _int_at_least("simulations", simulations)
     if not c >= 0:
         raise ValueError(f"c: expected an exploration constant >= 0, got {c}")
     if rollout_depth is not None:
-        rollout_depth = _positive_int("rollout_depth", rollout_depth, low=0)
+        rollout_depth = _int_at_least("rollout_depth", rollout_depth, low=0)
     if is_terminal(state):
         raise ValueError("state: the root state is terminal; there is no move to search for")
     rng = np.random.default_rng(seed)
@@ -228,7 +228,8 @@ def _rollout(leaf, rng, legal_actions, apply, is_terminal, reward, depth, two_pl
     return -value if two_player and moves % 2 == 1 else value
 
 
-def _positive_int(name: str, value, low: int = 1) -> int:
+def _int_at_least(name: str, value, low: int = 1) -> int:
+    """``value`` as an int >= ``low``; bools and floats are rejected, naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
     if value < low:
@@ -310,11 +311,11 @@ def beam_search(
     every token and the ``beam_width`` highest total log-probabilities are kept; a kept
     hypothesis that ends in ``eos`` is finished and stops growing. After ``max_len`` generated
     tokens the live ones are returned as they are. ``beam_width=1`` is greedy decoding.
-    Scores are unnormalised sums, so shorter finished sequences are not penalised for length.
+    Scores are plain sums (no length normalisation), which favours shorter finished sequences.
     Ties keep the earlier hypothesis and the lower token id.
     """
-    beam_width = _positive_int("beam_width", beam_width)
-    max_len = _positive_int("max_len", max_len)
+    beam_width = _int_at_least("beam_width", beam_width)
+    max_len = _int_at_least("max_len", max_len)
     start = tuple(int(t) for t in start)
     live = [BeamResult(start, 0.0)]
     finished: list[BeamResult] = []
