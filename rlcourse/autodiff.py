@@ -227,6 +227,8 @@ def _matmul(a, b):
 
 
 def _matmul_grad_a(g, a, b):
+    if a.ndim == 2 and b.ndim == 2:  # the common case, kept free of reshuffling
+        return g @ b.T
     if b.ndim == 1:
         ga = np.multiply.outer(g, b) if a.ndim > 1 else g * b
     else:
@@ -237,6 +239,8 @@ def _matmul_grad_a(g, a, b):
 
 
 def _matmul_grad_b(g, a, b):
+    if a.ndim == 2 and b.ndim == 2:
+        return a.T @ g
     if a.ndim == 1:
         gb = np.multiply.outer(a, g) if b.ndim > 1 else g * a
     else:
