@@ -6,8 +6,8 @@ Ours at n = 1, 8, 1024; when gymnasium is installed, in the same run: Gymnasium'
 CartPole-v1 (``gymnasium.make``, with its default wrappers, reset by hand when done),
 ``SyncVectorEnv`` of 8 copies, and Gymnasium's array-vectorised CartPole
 (``make_vec(..., vectorization_mode="vector_entry_point")``) at n = 8 and 1024. Random actions
-are drawn before timing. Every measurement is the best of a few repeats (the least disturbed
-by other processes). Goals: at n = 8, >= 2x SyncVectorEnv and >= 1.5x Gymnasium's vector
+are drawn before timing. Repeats are interleaved and each configuration keeps its best time
+(the least disturbed by other processes). Goals: at n = 8, >= 2x SyncVectorEnv and >= 1.5x Gymnasium's vector
 CartPole; at n = 1024, faster than Gymnasium's vector CartPole.
 """
 
@@ -21,24 +21,21 @@ import numpy as np
 from rlcourse.envs import CartPole
 
 
-def steps_per_second(step, actions, repeats: int = 3) -> float:
-    """Best env-steps/s over ``repeats`` runs of ``step(a)`` for every row ``a`` of actions."""
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for a in actions:
-            step(a)
-        best = min(best, time.perf_counter() - start)
-    return actions.size / best
+def time_steps(step, actions) -> float:
+    """Seconds to call ``step(a)`` for every row ``a`` of ``actions``."""
+    start = time.perf_counter()
+    for a in actions:
+        step(a)
+    return time.perf_counter() - start
 
 
-def ours(n: int, actions: np.ndarray) -> float:
+def ours(n: int):
     env = CartPole(n=n, seed=0)
     env.reset()
-    return steps_per_second(env.step, actions)
+    return env.step
 
 
-def gym_single(gym, actions: np.ndarray) -> float:
+def gym_single(gym):
     env = gym.make("CartPole-v1")
     env.reset(seed=0)
 
@@ -47,20 +44,19 @@ def gym_single(gym, actions: np.ndarray) -> float:
         if terminated or truncated:
             env.reset()
 
-    return steps_per_second(step, actions)
+    return step
 
 
-def gym_vector(gym, n: int, mode: str, actions: np.ndarray) -> float:
+def gym_vector(gym, n: int, mode: str):
     env = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode=mode)
     env.reset(seed=0)
-    result = steps_per_second(env.step, actions)
-    env.close()
-    return result
+    return env.step
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3000, help="vector steps per measurement")
+    parser.add_argument("--steps", type=int, default=2000, help="vector steps per measurement")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     actions = {n: rng.integers(0, 2, size=(args.steps if n < 1024 else args.steps // 4, n))
@@ -70,22 +66,32 @@ def main() -> None:
     except ImportError:
         gym = None
 
-    rows = []  # (n, ours, [(peer name, peer steps/s)])
+    # (n, label, step function); our rows first, peers after their n
+    runs = []
     for n in (1, 8, 1024):
-        peers = []
+        runs.append((n, "rlcourse", ours(n)))
         if gym is not None:
             if n == 1:
-                peers.append(("gymnasium make (single env)", gym_single(gym, actions[1])))
+                runs.append((1, "gymnasium make (single env)", gym_single(gym)))
             if n == 8:
-                peers.append(("gymnasium SyncVectorEnv", gym_vector(gym, 8, "sync", actions[8])))
+                runs.append((8, "gymnasium SyncVectorEnv", gym_vector(gym, 8, "sync")))
             if n in (8, 1024):
-                peers.append(("gymnasium vector CartPole",
-                              gym_vector(gym, n, "vector_entry_point", actions[n])))
-        rows.append((n, ours(n, actions[n]), peers))
+                runs.append((n, "gymnasium vector CartPole",
+                             gym_vector(gym, n, "vector_entry_point")))
+    # Interleave the repeats so that a burst of load from other processes hits every
+    # configuration alike; keep each one's best (least disturbed) time.
+    best = [np.inf] * len(runs)
+    for _ in range(args.repeats):
+        for k, (n, _, step) in enumerate(runs):
+            best[k] = min(best[k], time_steps(step, actions[n]))
+    rate = {(n, label): actions[n].size / t for (n, label, _), t in zip(runs, best, strict=True)}
 
-    print(f"CartPole env-steps per second (best of 3; {args.steps} vector steps per run)")
+    print(f"CartPole env-steps per second (best of {args.repeats} interleaved runs of "
+          f"{args.steps} vector steps; {args.steps // 4} at n = 1024)")
     print(f"{'n':>5} {'rlcourse':>12}   {'peer':<30} {'peer steps/s':>12} {'ours/peer':>9}")
-    for n, mine, peers in rows:
+    for n in (1, 8, 1024):
+        mine = rate[(n, "rlcourse")]
+        peers = [(label, r) for (m, label), r in rate.items() if m == n and label != "rlcourse"]
         if not peers:
             print(f"{n:>5} {mine:>12,.0f}")
         for k, (name, theirs) in enumerate(peers):

@@ -60,7 +60,9 @@ class CartPole(EpisodeStats):
     terminating one included. ``terminated`` when ``|x| > 2.4`` or ``|theta| > 12 degrees``
     (strictly beyond) after the step; ``truncated`` on the ``max_steps``-th step of an episode
     (both can be true). ``state`` is a writable float64 ``[n, 4]`` view of the live state: set
-    it (after ``reset``) to start from chosen states.
+    it (after ``reset``) to start from chosen states. Observations are built from a ``[4, n]``
+    array, so for ``n > 1`` they are Fortran-ordered (as Gymnasium's vector CartPole's): a
+    C-order copy would cost more than the rest of a large step.
     """
 
     observation_shape = (4,)
@@ -104,6 +106,16 @@ class CartPole(EpisodeStats):
         self._next_start[idx] = position + 1
         return self._starts.reshape(-1, 4).take(idx * _STARTS_PER_DRAW + position, axis=0)
 
+    # Every reward is 1.0, so an episode's return is its length: no running return to add up.
+    def _finish(self, idx: np.ndarray) -> None:
+        lengths = self._len[idx].tolist()
+        self.episode_lengths.extend(lengths)
+        self.episode_returns.extend(map(float, lengths))
+        self._len[idx] = 0
+
+    def _finish_one(self) -> None:
+        self._finish(_COPY_ZERO)
+
     # -- protocol ------------------------------------------------------------------------------
     @property
     def state(self) -> np.ndarray:
@@ -127,7 +139,7 @@ class CartPole(EpisodeStats):
         self._s.T[...] = self._take_starts(np.arange(self.n))
         self._clear_running()
         self._was_reset = True
-        return self._s.T.astype(np.float32, order="C")
+        return self._s.T.astype(np.float32)
 
     def step(self, actions) -> Step:
         """Advance every copy one Euler step of 0.02 s; see :class:`~rlcourse.envs.base.Step`."""
@@ -166,19 +178,18 @@ class CartPole(EpisodeStats):
         # |x| > t is exactly (x < -t) | (x > t), NaN included.
         np.greater(np.abs(positions, absolute), _LIMITS, self._beyond)
         terminated = self._beyond[0] | self._beyond[1]
-        self._ret += 1.0
         self._len += 1
         if self.max_steps is None:
             truncated = np.zeros(self.n, dtype=bool)
         else:
             truncated = self._len >= self.max_steps
-        obs = s.T.astype(np.float32, order="C")
+        obs = s.T.astype(np.float32)  # keeps the [4, n] memory order: [n, 4], Fortran-ordered
         final_obs = obs
         done = terminated | truncated
         if np.count_nonzero(done):
             idx = np.flatnonzero(done)
             self._finish(idx)
-            obs = obs.copy()
+            obs = np.copy(obs)  # same memory order
             starts = self._take_starts(idx)
             s[:, idx] = starts.T
             obs[idx] = starts  # float64 -> float32 on assignment, as astype
@@ -210,7 +221,6 @@ class CartPole(EpisodeStats):
         theta_dot = theta_dot + TAU * thetaacc
         new = (x, x_dot, theta, theta_dot)
         column[:] = new
-        self._ret[0] += 1.0
         terminated = (x < -X_THRESHOLD or x > X_THRESHOLD
                       or theta < -THETA_THRESHOLD or theta > THETA_THRESHOLD)
         length = self._len[0] = self._len[0] + 1
