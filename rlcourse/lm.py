@@ -25,7 +25,8 @@ from .sampling import sample_token
 
 __all__ = [
     "PAD", "BOS", "EOS", "Tokenizer", "lm_init", "lm_logits", "lm_next_logits", "lm_nll",
-    "completion_log_prob", "sft", "generate", "addition_data",
+    "completion_log_prob", "sft", "generate", "token_counts", "addition_data", "STYLE_WORDS",
+    "style_data", "style_quality", "style_preferences",
 ]
 
 PAD, BOS, EOS = 0, 1, 2
@@ -262,3 +263,64 @@ def addition_data(n: int, seed=0, max_operand: int = 9):
     rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     a, b = rng.integers(0, max_operand + 1, size=(2, n))
     return [f"{x}+{y}=" for x, y in zip(a, b)], [str(x + y) for x, y in zip(a, b)]
+
+
+def token_counts(tokens, mask, vocab: int) -> np.ndarray:
+    """How often each token id occurs where ``mask`` is True: ``[B, V]`` floats (bag of words)."""
+    tokens = _check_tokens(tokens, vocab)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, tokens.shape, "tokens")
+    counts = np.zeros((len(tokens), vocab))
+    np.add.at(counts, (np.nonzero(mask)[0], tokens[mask]), 1.0)
+    return counts
+
+
+# The "style" task: a prompt "the cat" is completed by "is very great ." and the like. The true
+# quality of a completion is the warmth of its adjective, and 0 for a completion that breaks the
+# grammar; a reward model that only counts words cannot see the grammar, which is what RL exploits.
+_NOUNS, _VERBS, _ADVERBS = ("cat", "dog", "bird"), ("is", "was"), ("very", "quite")
+_WARMTH = {"great": 1.0, "good": 0.7, "fine": 0.4, "bad": 0.0}
+STYLE_WORDS = ["the", *_NOUNS, *_VERBS, *_ADVERBS, *_WARMTH, "."]
+
+
+def style_data(n: int, seed=0):
+    """``n`` grammatical examples ``(prompts, completions)`` of the style task, uniformly drawn:
+    ``"the dog"`` -> ``"was quite fine ."``; the grammar is ``VERB [ADVERB] ADJECTIVE .``."""
+    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    nouns = rng.choice(_NOUNS, n)
+    verbs = rng.choice(_VERBS, n)
+    adverbs = rng.choice([*_ADVERBS, ""], n)
+    adjectives = rng.choice(list(_WARMTH), n)
+    prompts = [f"the {x}" for x in nouns]
+    completions = [" ".join(w for w in parts if w) for parts in zip(verbs, adverbs, adjectives, ["."] * n)]
+    return prompts, completions
+
+
+def style_quality(completions: list[str]):
+    """``(quality [n], fluent [n])``: warmth of the adjective in [0, 1] (0 if not fluent), and
+    whether the completion follows the grammar ``VERB [ADVERB] ADJECTIVE .``."""
+    quality, fluent = np.zeros(len(completions)), np.zeros(len(completions), dtype=bool)
+    for i, text in enumerate(completions):
+        w = text.split()
+        fluent[i] = (len(w) in (3, 4) and w[0] in _VERBS and w[-1] == "." and w[-2] in _WARMTH
+                     and (len(w) == 3 or w[1] in _ADVERBS))
+        quality[i] = _WARMTH[w[-2]] if fluent[i] else 0.0
+    return quality, fluent
+
+
+def style_preferences(n: int, seed=0, sharpness: float = 4.0):
+    """``n`` preference pairs ``(prompts, chosen, rejected)`` labelled by simulated people.
+
+    Two grammatical completions of one prompt are drawn; the first is preferred with the
+    Bradley-Terry probability ``sigmoid(sharpness * (quality_1 - quality_2))``, so labels are
+    noisy where the qualities are close, as human labels are.
+    """
+    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    prompts, first = style_data(n, rng)
+    _, second = style_data(n, rng)
+    q1, _ = style_quality(first)
+    q2, _ = style_quality(second)
+    prefer_first = rng.random(n) < 1.0 / (1.0 + np.exp(-sharpness * (q1 - q2)))
+    chosen = [a if p else b for a, b, p in zip(first, second, prefer_first)]
+    rejected = [b if p else a for a, b, p in zip(first, second, prefer_first)]
+    return prompts, chosen, rejected

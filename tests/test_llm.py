@@ -105,3 +105,215 @@ def test_log_prob_validation():
         empty_row = mask.copy()
         empty_row[1] = False
         llm.sequence_log_prob(logits, tokens, empty_row)
+
+
+def _kl_by_hand(p_logits, q_logits):
+    p, q = np.exp(_log_softmax(p_logits)), np.exp(_log_softmax(q_logits))
+    return float(np.sum(p * (np.log(p) - np.log(q))))
+
+
+def _kl_example():
+    logits = np.array([[[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]]])
+    ref = np.array([[[0.0, 1.0, 0.0], [3.0, -2.0, 0.0]]])
+    tokens = np.array([[0, 1, 0]])
+    mask = np.array([[False, True, True]])
+    return logits, ref, tokens, mask
+
+
+def _exact_kl_reversed(policy_logits, ref_logits, mask):
+    """A planted bug: KL(ref || pi) instead of KL(pi || ref)."""
+    return llm.exact_kl(ref_logits, policy_logits, mask)
+
+
+def _check_kl_direction(fn):
+    logits, ref, _, mask = _kl_example()
+    expected = _kl_by_hand(logits[0, 0], ref[0, 0]) + _kl_by_hand(logits[0, 1], ref[0, 1])
+    np.testing.assert_allclose(fn(logits, ref, mask), [expected])
+
+
+def test_exact_kl_by_hand_and_direction():
+    _check_kl_direction(llm.exact_kl)
+    with pytest.raises(AssertionError):
+        _check_kl_direction(_exact_kl_reversed)
+    logits, ref, _, mask = _kl_example()
+    only_last = mask.copy()
+    only_last[0, 1] = False
+    np.testing.assert_allclose(llm.exact_kl(logits, ref, only_last), [_kl_by_hand(logits[0, 1], ref[0, 1])])
+
+
+def test_exact_kl_nonnegative_but_sampled_log_ratio_can_be_negative():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        logits, ref = rng.normal(size=(2, 4, 3, 6)) * 3
+        mask = rng.random((4, 4)) < 0.7
+        mask[:, 1] = True
+        assert (llm.exact_kl(logits, ref, mask) >= 0).all()
+    assert llm.exact_kl(logits, logits, mask) == pytest.approx(np.zeros(4), abs=1e-12)
+    # the policy prefers token 0; the reference prefers token 1; sampling token 1 gives a ratio < 0
+    policy = np.array([[[2.0, 0.0]]])
+    reference = np.array([[[0.0, 2.0]]])
+    tokens = np.array([[0, 1]])
+    mask = np.array([[False, True]])
+    # log pi(1) - log ref(1) = (0 - log(1 + e^2)) - (2 - log(1 + e^2)) = -2
+    assert llm.sampled_log_ratio(policy, reference, tokens, mask)[0] == pytest.approx(-2.0)
+    assert llm.exact_kl(policy, reference, mask)[0] > 0
+
+
+def test_sampled_log_ratio_is_unbiased_for_exact_kl():
+    rng = np.random.default_rng(4)
+    policy, ref = rng.normal(size=(2, 1, 1, 5))
+    probs = np.exp(_log_softmax(policy[0, 0]))
+    n = 20000
+    tokens = np.stack([np.zeros(n, dtype=int), rng.choice(5, size=n, p=probs)], axis=1)
+    mask = np.ones((n, 2), dtype=bool)
+    ratios = llm.sampled_log_ratio(np.repeat(policy, n, 0), np.repeat(ref, n, 0), tokens, mask)
+    assert (ratios < 0).any()
+    exact = llm.exact_kl(policy, ref, mask[:1])[0]
+    assert abs(ratios.mean() - exact) < 4 * ratios.std() / np.sqrt(n)
+
+
+def test_kl_estimates_by_hand():
+    logp, ref_logp = np.array([-1.0, -2.0]), np.array([-1.5, -0.5])
+    d = ref_logp - logp  # [-0.5, 1.5]
+    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k1"), [0.5, -1.5])
+    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k2"), 0.5 * d**2)
+    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k3"),
+                               [np.exp(-0.5) + 0.5 - 1, np.exp(1.5) - 1.5 - 1])
+
+
+def _k3_sign_flipped(logp, ref_logp):
+    """A planted bug: d = logp - ref_logp (the k3 of the wrong KL direction)."""
+    d = logp - ref_logp
+    return np.exp(d) - d - 1
+
+
+def _check_k3_unbiased(fn):
+    rng = np.random.default_rng(5)
+    pi, ref = np.array([0.7, 0.2, 0.1]), np.array([0.2, 0.3, 0.5])
+    a = rng.choice(3, size=200_000, p=pi)
+    est = fn(np.log(pi[a]), np.log(ref[a]))
+    true = np.sum(pi * np.log(pi / ref))
+    assert abs(est.mean() - true) < 4 * est.std() / np.sqrt(len(a))
+
+
+def test_k3_is_unbiased_for_kl_pi_ref_and_the_flipped_sign_is_caught():
+    _check_k3_unbiased(lambda lp, rp: llm.kl_estimate(lp, rp, "k3"))
+    _check_k3_unbiased(lambda lp, rp: llm.kl_estimate(lp, rp, "k1"))
+    with pytest.raises(AssertionError):
+        _check_k3_unbiased(_k3_sign_flipped)
+
+
+def test_k3_is_nonnegative_property():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    floats = st.floats(-30, 0, allow_nan=False)
+
+    @given(st.lists(st.tuples(floats, floats), min_size=1, max_size=20))
+    def prop(pairs):
+        logp, ref_logp = np.array(pairs).T
+        assert (llm.kl_estimate(logp, ref_logp, "k3") >= 0).all()
+
+    prop()
+
+
+def test_kl_penalized_rewards_by_hand():
+    logp = np.array([[-1.0, -2.0, -0.5, 0.0], [-0.3, -0.7, 0.0, 0.0]])
+    ref_logp = np.array([[-1.5, -1.0, -0.5, -np.inf], [-0.3, -1.7, 0.0, -np.inf]])
+    mask = np.array([[True, True, True, False], [False, True, False, False]])
+    scores = np.array([2.0, -1.0])
+    rewards = llm.kl_penalized_rewards(scores, logp, ref_logp, mask, beta=0.1)
+    expected = np.array([[-0.1 * 0.5, -0.1 * -1.0, 2.0, 0.0], [0.0, -0.1 * 1.0 - 1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(rewards, expected)
+    with pytest.raises(ValueError, match="sequence 1 has no action token"):
+        llm.kl_penalized_rewards(scores, logp, ref_logp, mask * np.array([[1], [0]]).astype(bool))
+    with pytest.raises(ValueError, match="every entry is False"):
+        llm.kl_penalized_rewards(scores, logp, ref_logp, np.zeros_like(mask))
+    with pytest.raises(ValueError, match="scores: expected shape"):
+        llm.kl_penalized_rewards(scores[:1], logp, ref_logp, mask)
+
+
+def _ppo_by_hand(logp, old, adv, mask, clip):
+    r = np.exp(logp - old)
+    o = np.minimum(r * adv, np.clip(r, 1 - clip, 1 + clip) * adv)
+    return o
+
+
+def test_ppo_clip_loss_token_vs_sequence_by_hand():
+    logp = np.array([[-1.0, -0.5, -2.0], [-0.2, 0.0, 0.0]])
+    old = np.array([[-1.2, -0.1, -2.0], [-0.9, 0.0, 0.0]])
+    adv = np.array([[1.0, -1.0, 2.0], [0.5, 0.0, 0.0]])
+    mask = np.array([[True, True, True], [True, False, False]])  # lengths 3 and 1
+    o = _ppo_by_hand(logp, old, adv, mask, 0.2)
+    token = -(o[0].sum() + o[1, 0]) / 4
+    sequence = -(o[0].mean() + o[1, 0]) / 2
+    got_token = llm.ppo_clip_loss(logp, old, adv, mask, aggregate="token")
+    got_seq = llm.ppo_clip_loss(logp, old, adv, mask, aggregate="sequence")
+    assert got_token.loss == pytest.approx(token)
+    assert got_seq.loss == pytest.approx(sequence)
+    assert abs(token - sequence) > 0.05  # unequal lengths: the two aggregations differ
+    r = np.exp(logp - old)[mask]
+    assert got_token.clip_fraction == pytest.approx(np.mean(np.abs(r - 1) > 0.2))
+    assert got_seq.approx_kl == pytest.approx(np.mean(r - 1 - np.log(r)))
+    # equal lengths: the two agree
+    full = np.ones_like(mask)
+    a = llm.ppo_clip_loss(logp, old, adv, full, aggregate="token").loss
+    b = llm.ppo_clip_loss(logp, old, adv, full, aggregate="sequence").loss
+    assert a == pytest.approx(b)
+
+
+def test_ppo_clip_gradient_zero_exactly_where_clipped():
+    old = np.zeros((1, 4))
+    logp = np.log(np.array([[1.5, 0.5, 1.5, 0.5]]))  # ratios 1.5, 0.5, 1.5, 0.5
+    adv = np.array([[1.0, -1.0, -1.0, 1.0]])
+    mask = np.ones((1, 4), dtype=bool)
+    _, grad = rc.value_and_grad(lambda lp: llm.ppo_clip_loss(lp, old, adv, mask))(logp)
+    # ratio above 1+eps with A > 0, or below 1-eps with A < 0: clipped, no gradient
+    assert grad[0, 0] == 0 and grad[0, 1] == 0
+    # the other two are pulled back by the unclipped branch: d(-r A)/dlogp = -r A / 4
+    np.testing.assert_allclose(grad[0, 2:], [1.5 / 4, -0.5 / 4])
+
+
+def test_ppo_masked_tokens_change_nothing_and_get_no_gradient():
+    rng = np.random.default_rng(6)
+    logp, old = -rng.random((2, 3, 5))
+    adv = rng.normal(size=(3, 5))
+    mask = rng.random((3, 5)) < 0.6
+    mask[:, 0] = True
+    perturbed = np.where(mask, logp, -50.0)
+    for aggregate in ("token", "sequence"):
+        f = lambda lp, aggregate=aggregate: llm.ppo_clip_loss(lp, old, adv, mask, aggregate=aggregate)
+        (l1, *_), g1 = rc.value_and_grad(f)(logp)
+        (l2, *_), g2 = rc.value_and_grad(f)(perturbed)
+        assert l1 == l2
+        assert (g1[~mask] == 0).all() and (g2[~mask] == 0).all()
+    seq_adv = llm.ppo_clip_loss(logp, old, adv[:, 0], mask).loss
+    assert seq_adv == pytest.approx(llm.ppo_clip_loss(logp, old, np.repeat(adv[:, :1], 5, 1), mask).loss)
+
+
+def test_ppo_validation():
+    logp = np.zeros((2, 3))
+    mask = np.array([[True, True, False], [False, False, False]])
+    with pytest.raises(ValueError, match="sequence 1 has no action token"):
+        llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="sequence")
+    assert llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="token").loss == 0
+    with pytest.raises(ValueError, match="every entry is False"):
+        llm.ppo_clip_loss(logp, logp, logp, np.zeros_like(mask))
+    with pytest.raises(ValueError, match="old_logp|ref_logp"):
+        llm.ppo_clip_loss(logp, logp[:, :2], logp, mask)
+    with pytest.raises(ValueError, match="NaN|finite"):
+        llm.ppo_clip_loss(np.full((2, 3), np.nan), logp, logp, mask)
+    with pytest.raises(ValueError, match="aggregate"):
+        llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="mean")
+
+
+def test_reward_to_go_and_advantages_stay_inside_each_completion():
+    rewards = np.array([[0.0, 1.0, 2.0, 5.0], [3.0, 4.0, 0.0, 0.0]])
+    mask = np.array([[False, True, True, False], [True, True, False, False]])
+    g = llm.reward_to_go(rewards, mask)
+    np.testing.assert_allclose(g, [[0, 3, 2, 0], [7, 4, 0, 0]])  # the 5 is padding: not counted
+    adv = llm.rlhf_advantages(rewards, mask)
+    assert (adv[~mask] == 0).all()
+    # column baselines 7, 3.5, 2 leave [-0.5, 0, 0, 0.5] (row-major), then divided by their std
+    raw = np.array([3 - 3.5, 2 - 2.0, 7 - 7.0, 4 - 3.5])
+    np.testing.assert_allclose(adv[mask], raw / raw.std())
