@@ -494,6 +494,8 @@ def test_plot_arrows_point_the_way_the_action_moves(action, sign):
     probs[:, action] = 1.0
     d2 = _arrow_directions(env.plot(policy=probs))
     assert (np.sign(np.round(d2, 6)) == sign).all()
+    # the cliff's cells and the goal get no arrow: 48 cells - 10 cliff - 1 goal
+    assert len(_arrow_directions(CliffWalking().plot(policy=np.full(48, action)))) == 37
     plt.close("all")
 
 

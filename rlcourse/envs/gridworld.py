@@ -151,7 +151,7 @@ class GridWorld(TabularMDP):
 
         ``policy`` is ``[S]`` actions or ``[S, A]`` action probabilities (the most likely action
         is drawn). Arrows point the way the action moves the agent (UP points up on screen);
-        terminal cells and walls get no arrow. Special cells show their letter. Returns ``ax``.
+        terminal cells, walls and cliff cells get no arrow. Special cells show their letter. Returns ``ax``.
         """
         import matplotlib.pyplot as plt  # only when plotting: keeps the import light
 
@@ -174,7 +174,7 @@ class GridWorld(TabularMDP):
             if cell in "SGHCW":
                 ax.text(c, r - 0.28, cell, ha="center", va="center", fontsize=8, color="red")
             if annotate and values is not None and not self.terminal[s] and self.num_states <= 64:
-                ax.text(c, r + 0.3, f"{values[s]:.2f}", ha="center", va="center", fontsize=6,
+                ax.text(c, r + 0.36, f"{values[s]:.2f}", ha="center", va="center", fontsize=6,
                         color="white")
         if policy is not None:
             self._draw_arrows(ax, policy)
@@ -199,12 +199,13 @@ class GridWorld(TabularMDP):
         if policy.size and (policy.min() < 0 or policy.max() >= self.num_actions):
             raise ValueError(f"policy: actions must be in [0, {self.num_actions}), "
                              f"got {policy.min()}..{policy.max()}")
-        live = np.flatnonzero(~self.terminal)
+        # No arrow where the agent never acts: terminal cells, walls and cliff cells.
+        live = np.flatnonzero(~self.terminal & (np.array(list("".join(self.layout))) != "C"))
         rows, cols = np.divmod(live, self.shape[1])
         moves = np.array(MOVES)[policy[live]]
         # Data coordinates: x is the column, y the row (pointing down, as drawn), so an action's
         # (d_col, d_row) is exactly its arrow in data space.
-        ax.quiver(cols, rows, 0.7 * moves[:, 1], 0.7 * moves[:, 0], angles="xy",
+        ax.quiver(cols, rows, 0.5 * moves[:, 1], 0.5 * moves[:, 0], angles="xy",
                   scale_units="xy", scale=1, pivot="middle", color="white",
                   edgecolor="black", linewidth=0.5, width=0.012)
 
