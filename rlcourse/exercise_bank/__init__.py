@@ -8,3 +8,4 @@ from . import search  # noqa: F401
 from . import tabular_dp  # noqa: F401
 from . import tabular_td  # noqa: F401
 from . import preference  # noqa: F401
+from . import llm  # noqa: F401
