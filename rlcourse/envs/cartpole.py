@@ -35,9 +35,11 @@ THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 _FOUR_THIRDS = 4.0 / 3.0
 
-# Episode starts drawn per copy at a time: batching the draws keeps the generator calls out of
+# Episode starts are drawn per copy in batches of k: batching keeps the generator calls out of
 # almost every step, and uniform(size=(k, 4)) yields the same numbers as k draws of size 4.
-_STARTS_PER_DRAW = 64
+# k is 256 for up to 1024 copies, then shrinks to keep the buffer near 8 MB (2**18 starts).
+_MAX_STARTS_PER_DRAW = 256
+_BUFFERED_STARTS = 2**18
 
 # Constants as 0-d arrays: ufuncs take them faster than Python floats (same values, same bits).
 _COPY_ZERO = np.zeros(1, dtype=np.intp)
@@ -92,19 +94,21 @@ class CartPole(EpisodeStats):
     # -- seeding -------------------------------------------------------------------------------
     def _seed_copies(self, seed: int | None) -> None:
         self._rngs = [np.random.default_rng(s) for s in copy_seeds(seed, self.n)]
-        self._starts = np.empty((self.n, _STARTS_PER_DRAW, 4))
-        self._next_start = np.full(self.n, _STARTS_PER_DRAW)  # all buffers empty
+        k = self._k = max(8, min(_MAX_STARTS_PER_DRAW, _BUFFERED_STARTS // self.n))
+        self._starts = np.empty((self.n * k, 4))  # copy i's batch in rows i*k .. i*k + k - 1
+        self._next_start = np.full(self.n, k)  # position in each copy's batch: all used up
 
     def _take_starts(self, idx: np.ndarray) -> np.ndarray:
         """The next episode start ``[len(idx), 4]`` of each copy in ``idx`` (distinct copies)."""
+        k = self._k
         position = self._next_start[idx]
-        used_up = position == _STARTS_PER_DRAW
+        used_up = position == k
         if np.count_nonzero(used_up):
-            for i in idx[used_up].tolist():  # once every _STARTS_PER_DRAW episodes of a copy
-                self._starts[i] = self._rngs[i].uniform(-0.05, 0.05, size=(_STARTS_PER_DRAW, 4))
+            for i in idx[used_up].tolist():  # once every k episodes of a copy
+                self._starts[i * k:(i + 1) * k] = self._rngs[i].uniform(-0.05, 0.05, size=(k, 4))
             position[used_up] = 0
         self._next_start[idx] = position + 1
-        return self._starts.reshape(-1, 4).take(idx * _STARTS_PER_DRAW + position, axis=0)
+        return self._starts.take(idx * k + position, axis=0)
 
     # Every reward is 1.0, so an episode's return is its length: no running return to add up.
     def _finish(self, idx: np.ndarray) -> None:
