@@ -9,10 +9,11 @@ from .autodiff import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
 from .optim import *  # noqa: E402,F401,F403
 from . import exercises  # noqa: E402,F401
-from .returns import *  # noqa: E402,F401,F403
-from .distributions import *  # noqa: E402,F401,F403
+from .envs import *  # noqa: E402,F401,F403
 from .search import *  # noqa: E402,F401,F403
 from .sampling import *  # noqa: E402,F401,F403
+from .returns import *  # noqa: E402,F401,F403
+from .distributions import *  # noqa: E402,F401,F403
 from .preference import *  # noqa: E402,F401,F403
 from .dp import *  # noqa: E402,F401,F403
 from .bandits import *  # noqa: E402,F401,F403

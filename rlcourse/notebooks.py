@@ -102,6 +102,19 @@ def execute(nb, cwd: str | Path, timeout: int = 300):
     return nb
 
 
+def _merge_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) chunks: how a kernel splits them varies run to run."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (out.output_type == "stream" and prev is not None and prev.output_type == "stream"
+                and prev.name == out.name):
+            prev.text += out.text
+        else:
+            merged.append(out)
+    return merged
+
+
 def build(twin: str | Path, timeout: int = 300) -> tuple[Path, float]:
     """Turn ``lessons/src/NN_topic.py`` into the executed ``lessons/NN_topic.ipynb``.
 
@@ -122,6 +135,8 @@ def build(twin: str | Path, timeout: int = 300) -> tuple[Path, float]:
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         cell.pop("id", None)
+        if cell.cell_type == "code":
+            cell.outputs = _merge_streams(cell.outputs)
     nb.nbformat, nb.nbformat_minor = 4, 4
     nbformat.write(nb, out)
     return out, seconds

@@ -2,20 +2,30 @@
 
 Each ``lessons/src/NN_topic.py`` is converted and executed in a fresh kernel (MPLBACKEND unset,
 no timing metadata) into ``lessons/NN_topic.ipynb``. With no arguments every lesson is rebuilt.
+Afterwards the README's course map is regenerated from the notebooks' title cells.
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
+from rlcourse.cli import course_map_markdown
 from rlcourse.notebooks import build
 
 os.environ.pop("MPLBACKEND", None)
-root = Path(__file__).resolve().parent.parent / "lessons" / "src"
+top = Path(__file__).resolve().parent.parent
 wanted = sys.argv[1:]
-twins = sorted(p for p in root.glob("[0-9][0-9]_*.py") if not wanted or p.stem[:2] in wanted)
+twins = sorted(p for p in (top / "lessons" / "src").glob("[0-9][0-9]_*.py")
+               if not wanted or p.stem[:2] in wanted)
 if not twins:
-    sys.exit(f"no lesson twin matches {wanted} in {root}")
+    sys.exit(f"no lesson twin matches {wanted} in {top / 'lessons' / 'src'}")
 for twin in twins:
     out, seconds = build(twin)
     print(f"{out.name}: executed in {seconds:.1f} s")
+
+readme = top / "README.md"
+text = readme.read_text(encoding="utf-8")
+block = f"<!-- course-map:start -->\n{course_map_markdown(top / 'lessons')}\n<!-- course-map:end -->"
+readme.write_text(re.sub(r"<!-- course-map:start -->.*?<!-- course-map:end -->", lambda _: block,
+                         text, flags=re.S), encoding="utf-8")
