@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcourse.cli import course_map_markdown, main, student_copy, stub_solution
+from rlcourse.cli import course_map_markdown, main, stub_solution, student_copy
 from rlcourse.notebooks import find_lessons, lesson_info
 
 TOP = Path(__file__).resolve().parent.parent
