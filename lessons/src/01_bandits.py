@@ -206,7 +206,9 @@ print("run_bandit with the same seed gives the same rewards, bit for bit")
 # Now the testbed: 2000 problems, 1000 steps, every method. `rc.run_bandit` re-seeds the
 # problems, so every agent faces the same 2000 bandits. For the gradient bandit you also see
 # what the baseline is for: the rewards are shifted by +4 (so nearly every reward is positive)
-# and the agent without a baseline pushes up whatever it just pulled.
+# and the agent without a baseline pushes up whatever it just pulled. The optimistic agent uses
+# a constant step size of 0.1 (as in Sutton & Barto's figure 2.3), so its optimism wears off
+# over a few pulls of each arm rather than after the first.
 
 # %%
 class Shifted:
