@@ -67,19 +67,21 @@ def default_compare(got, expected, rtol: float = 1e-6, atol: float = 1e-8) -> st
     if got_arr.shape != exp_arr.shape:
         return f"expected shape {exp_arr.shape}, got shape {got_arr.shape}"
     if exp_arr.dtype.kind in "biu" and got_arr.dtype.kind in "biu":
-        diff = np.argwhere(got_arr != exp_arr)
+        wrong = got_arr != exp_arr
     else:
         got_f, exp_f = got_arr.astype(float), exp_arr.astype(float)
         if np.isnan(got_f).any() and not np.isnan(exp_f).any():
             return "your result contains NaN"
-        diff = np.argwhere(~np.isclose(got_f, exp_f, rtol=rtol, atol=atol, equal_nan=True))
-    if diff.size:
-        where = tuple(int(i) for i in diff[0])
-        return (
-            f"{len(diff)} of {exp_arr.size} entries differ; first at index {where}: "
-            f"expected {exp_arr[where]!r}, got {got_arr[where]!r}"
-        )
-    return None
+        wrong = ~np.isclose(got_f, exp_f, rtol=rtol, atol=atol, equal_nan=True)
+    if not wrong.any():
+        return None
+    if exp_arr.ndim == 0:
+        return f"expected {exp_arr.item()!r}, got {got_arr.item()!r}"
+    where = tuple(int(i) for i in np.argwhere(wrong)[0])
+    return (
+        f"{int(wrong.sum())} of {exp_arr.size} entries differ; first at index {where}: "
+        f"expected {exp_arr[where].item()!r}, got {got_arr[where].item()!r}"
+    )
 
 
 def register(

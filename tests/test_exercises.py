@@ -79,3 +79,12 @@ def test_adam_explains_missing_bias_correction(capsys):
 def test_unknown_exercise_names_the_available_ones():
     with pytest.raises(KeyError, match="softmax"):
         exercises.check("no-such-exercise", print)
+
+
+def test_default_compare_catches_scalar_and_array_mismatches():
+    assert exercises.default_compare(1.0, 2.0) == "expected 2.0, got 1.0"
+    assert exercises.default_compare(np.float64(3.0), 3.0) is None
+    assert "1 of 3 entries differ; first at index (2,)" in exercises.default_compare(
+        np.array([1, 2, 4]), np.array([1, 2, 3]))
+    assert "shape" in exercises.default_compare(np.ones(2), np.ones(3))
+    assert "NaN" in exercises.default_compare(np.array([np.nan]), np.array([1.0]))

@@ -31,7 +31,8 @@ def _uct_explain(case: Case, got, expected) -> str | None:
     if c > 0 and np.allclose(got[seen], np.asarray(q)[seen]):
         return ("your UCT score ignores the exploration term c * sqrt(ln N / n): without it the "
                 "search keeps exploiting its first lucky child")
-    if np.allclose(got[seen], (np.asarray(q) + c * np.sqrt(parent / np.asarray(n)))[seen]):
+    q_seen, n_seen = np.asarray(q)[seen], np.asarray(n)[seen]
+    if np.allclose(got[seen], q_seen + c * np.sqrt(parent / n_seen)):
         return "the exploration term uses the logarithm of the parent's visits: sqrt(ln N / n)"
     return None
 
