@@ -21,3 +21,4 @@ from .tabular import *  # noqa: E402,F401,F403
 from .llm import *  # noqa: E402,F401,F403
 from .lm import *  # noqa: E402,F401,F403
 from .importance import *  # noqa: E402,F401,F403
+from .algos import *  # noqa: E402,F401,F403

@@ -1,0 +1,115 @@
+"""On-policy rollouts from a vector environment.
+
+``collect_rollout`` runs a policy ``model(params, obs) -> (logits, value)`` for ``T`` steps on
+all ``n`` copies at once (one forward pass per step for the whole batch) and returns time-first
+``[T, n]`` arrays ready for :func:`rlcourse.gae`. The part that is easy to get wrong is
+``next_values``: ``next_values[t]`` is V of the next state *of the same episode*. Where an
+episode ended at ``t``, ``obs[t + 1]`` already belongs to the next episode, so the value there
+is that of ``final_obs`` (truncated) or 0 (terminated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Rollout", "collect_rollout", "policy_step", "explained_variance"]
+
+
+@dataclass
+class Rollout:
+    """``T`` steps of ``n`` copies, time first.
+
+    ``obs [T, n, *obs_shape]`` the observations acted on; ``actions [T, n]`` int64;
+    ``log_probs [T, n]`` of those actions under the policy that chose them; ``values [T, n]``
+    ``= V(obs)``; ``rewards``, ``terminated``, ``truncated`` ``[T, n]``; ``next_values [T, n]``
+    V of the next state of the same episode (``V(final_obs)`` where truncated, 0 where
+    terminated, ``V(last_obs)`` on the last row); ``last_obs [n, ...]`` where the next rollout
+    continues from.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    log_probs: np.ndarray
+    values: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    next_values: np.ndarray
+    last_obs: np.ndarray
+
+
+def _values_of(model, params, obs, dtype) -> np.ndarray:
+    return np.asarray(model(params, obs)[1], dtype=dtype).reshape(len(obs))
+
+
+def policy_step(model, params, obs, rng: np.random.Generator):
+    """Sample one action per row: returns ``(actions [n] int64, log_probs [n], values [n])``.
+
+    Inverse-CDF sampling with one uniform draw per row (the same scheme as
+    :func:`rlcourse.categorical_sample`), written out here because it runs once per env step.
+    Raises on NaN or infinite logits (a diverged network) rather than sampling garbage.
+    """
+    logits, values = model(params, obs)
+    logits = np.asarray(logits)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    weights = np.exp(shifted)
+    cdf = np.cumsum(weights, axis=1)
+    total = cdf[:, -1]
+    if not np.isfinite(total).all():
+        raise ValueError("logits: the policy produced NaN or infinite logits (diverged network)")
+    u = rng.random(len(logits)) * total
+    actions = np.minimum((u[:, None] >= cdf).sum(axis=1), logits.shape[1] - 1)
+    picked = np.take_along_axis(shifted, actions[:, None], axis=1)[:, 0]
+    log_probs = picked - np.log(total)
+    return actions, log_probs, np.asarray(values).reshape(len(logits))
+
+
+def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generator,
+                    dtype=np.float32, on_episode_end=None) -> Rollout:
+    """Run the stochastic policy for ``steps`` vector steps from ``obs``; see :class:`Rollout`.
+
+    ``on_episode_end(t, count)`` is called after vector step ``t`` (0-based, of this rollout)
+    whenever ``count > 0`` episodes finished on it, so callers can note when they ended.
+    """
+    n = env.n
+    obs_buf = np.empty((steps, *np.shape(obs)), dtype=dtype)
+    actions = np.empty((steps, n), dtype=np.int64)
+    log_probs = np.empty((steps, n), dtype=dtype)
+    values = np.empty((steps + 1, n), dtype=dtype)
+    rewards = np.empty((steps, n), dtype=dtype)
+    terminated = np.empty((steps, n), dtype=bool)
+    truncated = np.empty((steps, n), dtype=bool)
+    # Values of final_obs where an episode was truncated, to patch into next_values below.
+    patches: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for t in range(steps):
+        obs_buf[t] = obs
+        a, logp, v = policy_step(model, params, obs_buf[t], rng)
+        actions[t], log_probs[t], values[t] = a, logp, v
+        step = env.step(a)
+        rewards[t], terminated[t], truncated[t] = step.reward, step.terminated, step.truncated
+        if step.terminated.any() or step.truncated.any():
+            cut = np.flatnonzero(step.truncated & ~step.terminated)
+            if cut.size:
+                final = np.asarray(step.final_obs[cut], dtype=dtype)
+                patches.append((t, cut, _values_of(model, params, final, dtype)))
+            if on_episode_end is not None:
+                on_episode_end(t, int((step.terminated | step.truncated).sum()))
+        obs = step.obs
+    values[steps] = _values_of(model, params, np.asarray(obs, dtype=dtype), dtype)
+    next_values = values[1:].copy()
+    next_values[terminated] = 0.0
+    for t, cut, v in patches:
+        next_values[t, cut] = v
+    return Rollout(obs_buf, actions, log_probs, values[:-1], rewards, terminated, truncated,
+                   next_values, obs)
+
+
+def explained_variance(values: np.ndarray, returns: np.ndarray) -> float:
+    """``1 - Var(returns - values) / Var(returns)``: 1 perfect, 0 no better than a constant,
+    negative worse; NaN-free (0.0 when the returns do not vary)."""
+    var = float(np.var(returns))
+    if var == 0.0:
+        return 0.0
+    return 1.0 - float(np.var(returns - values)) / var
