@@ -22,3 +22,4 @@ from .llm import *  # noqa: E402,F401,F403
 from .lm import *  # noqa: E402,F401,F403
 from .importance import *  # noqa: E402,F401,F403
 from .algos import *  # noqa: E402,F401,F403
+from .plot import *  # noqa: E402,F401,F403

@@ -9,3 +9,4 @@ from . import tabular_dp  # noqa: F401
 from . import tabular_td  # noqa: F401
 from . import preference  # noqa: F401
 from . import llm  # noqa: F401
+from . import deep  # noqa: F401
