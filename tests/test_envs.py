@@ -467,9 +467,9 @@ def test_gridworld_bad_actions():
 
 def _arrow_directions(ax):
     """Screen direction (dx, dy) of each quiver arrow, y pointing up on screen."""
-    quiver = next(c for c in ax.collections if hasattr(c, "U"))
-    xy = np.column_stack([quiver.X, quiver.Y])
-    tips = xy + np.column_stack([quiver.U, quiver.V])
+    quivers = [c for c in ax.collections if hasattr(c, "U")]
+    xy = np.concatenate([np.column_stack([q.X, q.Y]) for q in quivers]).reshape(-1, 2)
+    tips = xy + np.concatenate([np.column_stack([q.U, q.V]) for q in quivers]).reshape(-1, 2)
     to_screen = ax.transData.transform
     return to_screen(tips) - to_screen(xy)
 
@@ -489,13 +489,30 @@ def test_plot_arrows_point_the_way_the_action_moves(action, sign):
     assert len(d) == 8  # no arrow on the terminal goal
     assert (np.sign(np.round(d, 6)) == sign).all()
     assert ax.get_title() == "t"
-    # probabilities: the argmax is drawn
+    # probabilities: one arrow per action with positive probability
     probs = np.zeros((9, 4))
     probs[:, action] = 1.0
     d2 = _arrow_directions(env.plot(policy=probs))
+    assert len(d2) == 8
     assert (np.sign(np.round(d2, 6)) == sign).all()
     # the cliff's cells and the goal get no arrow: 48 cells - 10 cliff - 1 goal
     assert len(_arrow_directions(CliffWalking().plot(policy=np.full(48, action)))) == 37
+    plt.close("all")
+
+
+def test_plot_of_a_uniform_policy_draws_four_equal_arrows_per_cell():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = GridWorld(size=3).plot(policy=np.full((9, 4), 0.25))
+    d = _arrow_directions(ax)
+    assert len(d) == 4 * 8
+    data_lengths = np.concatenate([np.hypot(q.U, q.V) for q in ax.collections if hasattr(q, "U")])
+    np.testing.assert_allclose(data_lengths, data_lengths[0], rtol=1e-6)
+    directions = {tuple(np.sign(np.round(v, 6)).astype(int)) for v in d}
+    assert directions == {(-1, 0), (1, 0), (0, 1), (0, -1)}
     plt.close("all")
 
 

@@ -149,8 +149,8 @@ class GridWorld(TabularMDP):
              annotate=True):
         """Draw the grid: a heat map of ``values [S]`` and arrows of ``policy``.
 
-        ``policy`` is ``[S]`` actions or ``[S, A]`` action probabilities (the most likely action
-        is drawn). Arrows point the way the action moves the agent (UP points up on screen);
+        ``policy`` is ``[S]`` actions (one arrow per cell) or ``[S, A]`` action probabilities
+        (one arrow per action, as long as its probability). Arrows point the way the action moves the agent (UP points up on screen);
         terminal cells, walls and cliff cells get no arrow. Special cells show their letter. Returns ``ax``.
         """
         import matplotlib.pyplot as plt  # only when plotting: keeps the import light
@@ -189,7 +189,8 @@ class GridWorld(TabularMDP):
     def _draw_arrows(self, ax, policy) -> None:
         policy = np.asarray(policy)
         if policy.shape == (self.num_states, self.num_actions) and policy.dtype.kind == "f":
-            policy = policy.argmax(axis=1)
+            self._draw_probability_arrows(ax, policy)
+            return
         if policy.shape != (self.num_states,) or policy.dtype.kind not in "iu":
             raise ValueError(
                 f"policy: expected shape ({self.num_states},) of ints or "
@@ -208,6 +209,22 @@ class GridWorld(TabularMDP):
         ax.quiver(cols, rows, 0.5 * moves[:, 1], 0.5 * moves[:, 0], angles="xy",
                   scale_units="xy", scale=1, pivot="middle", color="white",
                   edgecolor="black", linewidth=0.5, width=0.012)
+
+    def _draw_probability_arrows(self, ax, probs: np.ndarray) -> None:
+        """One arrow per action from each cell's centre, its length proportional to the action's
+        probability, so a uniform policy shows four equal arrows rather than one arbitrary one."""
+        rows_sum = probs.sum(axis=1)
+        live = np.flatnonzero(~self.terminal & (np.array(list("".join(self.layout))) != "C"))
+        if (probs < 0).any() or not np.allclose(rows_sum[live], 1.0, atol=1e-6):
+            raise ValueError("policy: each row of action probabilities must be >= 0 and sum to 1")
+        rows, cols = np.divmod(live, self.shape[1])
+        moves = np.array(MOVES)
+        for a in range(self.num_actions):
+            length = 0.45 * probs[live, a]
+            keep = length > 0
+            ax.quiver(cols[keep], rows[keep], length[keep] * moves[a, 1], length[keep] * moves[a, 0],
+                      angles="xy", scale_units="xy", scale=1, pivot="tail", color="white",
+                      edgecolor="black", linewidth=0.5, width=0.012)
 
 
 _GYM_LIMIT = "gymnasium"
