@@ -150,8 +150,9 @@ class GridWorld(TabularMDP):
         """Draw the grid: a heat map of ``values [S]`` and arrows of ``policy``.
 
         ``policy`` is ``[S]`` actions (one arrow per cell) or ``[S, A]`` action probabilities
-        (one arrow per action, as long as its probability). Arrows point the way the action moves the agent (UP points up on screen);
-        terminal cells, walls and cliff cells get no arrow. Special cells show their letter. Returns ``ax``.
+        (one arrow per action, as long as its probability). Arrows point the way the action moves
+        the agent (UP points up on screen); terminal cells, walls and cliff cells get no arrow.
+        Special cells show their letter. Returns ``ax``.
         """
         import matplotlib.pyplot as plt  # only when plotting: keeps the import light
 
