@@ -10,6 +10,9 @@ Conventions (as in Hugging Face TRL, see REFERENCE.md):
   in ``stop_gradient``, so passing traced reference values cannot move the reference).
 - GRPO's group of ``G`` samples of one prompt sits in ``G`` consecutive rows of the batch.
 
+GRPO's per-token log-probs ``[B, T]`` are aligned with ``tokens[:, 1:]`` and go with
+``mask[:, 1:]``, as everywhere in ``rc.llm``.
+
 Every loss returns a scalar (a ``Tensor`` when its inputs are traced, so it works inside
 ``value_and_grad``); every reported statistic (rewards, accuracy) is a plain number or array.
 """
@@ -22,7 +25,8 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_float_array, as_int_array, check_shape
-from .lm import Tokenizer, completion_log_prob
+from .llm import exact_kl, kl_estimate, ppo_clip_loss, token_log_probs
+from .lm import Tokenizer, completion_log_prob, generate, lm_logits
 from .optim import Adam
 
 __all__ = [
@@ -39,6 +43,11 @@ __all__ = [
     "evaluate_pairs",
     "train_on_preferences",
     "grpo_advantages",
+    "GRPOLoss",
+    "grpo_loss",
+    "GRPOHistory",
+    "grpo_step",
+    "grpo_train",
 ]
 
 
@@ -377,3 +386,140 @@ def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta
         history[:, i] = value, accuracy, np.mean(chosen - rejected) / scale
         params, state = opt.step(params, grads, state)
     return PreferenceTraining(params, *history)
+
+
+# ---------------------------------------------------------------- GRPO on a tiny LM
+
+class GRPOLoss(NamedTuple):
+    """What ``grpo_loss`` returns (a tuple whose first item is the loss, so it can be returned
+    from a function given to ``value_and_grad``). ``loss = policy_loss + kl_coef * kl``;
+    ``kl`` is the aggregated k3 estimate of ``KL(pi || ref)`` per token (plain float);
+    ``clip_fraction`` and ``approx_kl`` are ``ppo_clip_loss``'s token-mean diagnostics."""
+
+    loss: object
+    policy_loss: float
+    kl: float
+    clip_fraction: float
+    approx_kl: float
+
+
+def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_coef: float = 0.04,
+              aggregate: str = "token") -> GRPOLoss:
+    """GRPO's loss: PPO's clipped surrogate with one advantage per completion, plus a k3 KL
+    penalty to the frozen reference, both aggregated over action tokens in the same way.
+
+    ``logp`` ``[B, T]`` (traced), ``old_logp`` (the sampling policy's) and ``ref_logp`` (the
+    reference's) ``[B, T]``, aligned with ``tokens[:, 1:]``; ``advantages`` ``[B]`` (from
+    ``grpo_advantages``) or ``[B, T]``; ``mask`` ``[B, T]`` True on action tokens
+    (``mask[:, 1:]``). The KL term is ``k3 = exp(d) - d - 1`` with ``d = ref_logp - logp`` on
+    each action token: >= 0, unbiased for ``KL(pi || ref)`` on tokens sampled from pi, and with
+    a gradient that pulls ``logp`` towards ``ref_logp`` (``kl_coef = 0.04`` as in DeepSeekMath;
+    0 drops it). ``aggregate="token"`` averages over all action tokens of the batch,
+    ``"sequence"`` over each completion's tokens first, then over completions (GRPO's paper).
+    """
+    kl_coef = float(kl_coef)
+    if not (np.isfinite(kl_coef) and kl_coef >= 0):
+        raise ValueError(f"kl_coef: expected a finite number >= 0, got {kl_coef}")
+    policy = ppo_clip_loss(logp, old_logp, advantages, mask, clip=clip, aggregate=aggregate)
+    mask = np.asarray(mask, dtype=bool)
+    ref = np.asarray(ad.stop_gradient(ref_logp))
+    check_shape("ref_logp", ref, mask.shape, "mask")
+    # padding positions may hold -inf log-probs; they are replaced before any arithmetic
+    per_token = kl_estimate(ad.where(mask, logp, 0.0), np.where(mask, ref, 0.0), kind="k3")
+    per_token = ad.where(mask, per_token, 0.0)
+    counts = mask.sum(axis=1)
+    if aggregate == "token":
+        kl = ad.sum(per_token) / int(counts.sum())
+    else:
+        kl = ad.mean(ad.sum(per_token, axis=1) / counts)
+    loss = policy.loss + kl_coef * kl
+    return GRPOLoss(loss, float(ad.stop_gradient(policy.loss)), float(ad.stop_gradient(kl)),
+                    policy.clip_fraction, policy.approx_kl)
+
+
+class GRPOHistory(NamedTuple):
+    """What ``grpo_train`` returns: the final ``params`` and, per iteration, ``reward`` (mean
+    reward of the sampled completions), ``kl`` (mean exact ``KL(pi || ref)`` per completion,
+    nats), ``length`` (mean completion length in tokens), ``clip_fraction`` and ``approx_kl``
+    (of the last epoch) and ``solved`` (fraction of groups with at least one nonzero advantage,
+    i.e. whose rewards were not all equal: the only groups that teach anything)."""
+
+    params: dict
+    reward: np.ndarray
+    kl: np.ndarray
+    length: np.ndarray
+    clip_fraction: np.ndarray
+    approx_kl: np.ndarray
+    solved: np.ndarray
+
+
+def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, opt_state,
+              group_size: int = 8, kl_coef: float = 0.04, max_new: int = 4, epochs: int = 1,
+              clip: float = 0.2, aggregate: str = "token"):
+    """One GRPO iteration on the tiny LM: a group of samples per prompt, verifier rewards,
+    group-relative advantages, then ``epochs`` Adam steps on ``grpo_loss``.
+
+    ``prompts`` ``[N, P]`` (left-padded ``Tokenizer.encode_prompts``): each row is repeated
+    ``group_size`` times and sampled from ``policy``; ``reward_fn(tokens, mask) -> [N*G]`` scores
+    the completions (a verifier: 1 right, 0 wrong). No critic: a completion's advantage is its
+    reward against its own group's. Only completion tokens enter the loss. Returns
+    ``(policy, opt_state, stats)``, ``stats`` a dict with the rollout (``tokens``, ``mask``,
+    ``rewards``, ``advantages``) and the figures ``GRPOHistory`` records.
+    """
+    group = np.repeat(np.asarray(prompts), group_size, axis=0)
+    tokens, mask = generate(policy, group, max_new, rng)
+    action = mask[:, 1:]
+    old_logits = lm_logits(policy, tokens)[:, :-1]
+    ref_logits = lm_logits(ref, tokens)[:, :-1]
+    old_logp = token_log_probs(old_logits, tokens)
+    ref_logp = token_log_probs(ref_logits, tokens)
+    rewards = as_float_array("reward_fn(tokens, mask)", reward_fn(tokens, mask), ndim=1)
+    check_shape("reward_fn(tokens, mask)", rewards, (len(tokens),), "the batch of N * group_size")
+    advantages = grpo_advantages(rewards, group_size)
+
+    def loss_fn(params):
+        logp = token_log_probs(lm_logits(params, tokens)[:, :-1], tokens)
+        return grpo_loss(logp, old_logp, ref_logp, advantages, action, clip, kl_coef, aggregate)
+
+    step = ad.value_and_grad(loss_fn)
+    for _ in range(epochs):
+        (_, _, _, clip_fraction, approx_kl), grads = step(policy)
+        policy, opt_state = opt.step(policy, grads, opt_state)
+    stats = {
+        "tokens": tokens, "mask": mask, "rewards": rewards, "advantages": advantages,
+        "reward": float(rewards.mean()),
+        "kl": float(exact_kl(old_logits, ref_logits, mask).mean()),
+        "length": float(action.sum(axis=1).mean()),
+        "clip_fraction": clip_fraction, "approx_kl": approx_kl,
+        "solved": float(np.mean(np.ptp(rewards.reshape(-1, group_size), axis=1) > 0)),
+    }
+    return policy, opt_state, stats
+
+
+def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int = 8,
+               prompts_per_step: int = 16, kl_coef: float = 0.04, lr: float = 5e-3, seed=0,
+               max_new: int = 4, epochs: int = 1, clip: float = 0.2,
+               aggregate: str = "token") -> GRPOHistory:
+    """``iterations`` of ``grpo_step``, each on ``prompts_per_step`` prompts drawn without
+    replacement from ``prompts`` ``[N, P]``, ``group_size`` samples each.
+
+    ``ref`` stays frozen (usually the SFT model ``policy`` starts from). Deterministic given
+    ``seed``.
+    """
+    prompts = np.asarray(prompts)
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    if prompts.ndim != 2 or len(prompts) == 0:
+        raise ValueError(f"prompts: expected token ids [N, P] with N >= 1, got shape {prompts.shape}")
+    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    opt = Adam(lr=lr)
+    state = opt.init(policy)
+    keys = ("reward", "kl", "length", "clip_fraction", "approx_kl", "solved")
+    history = {k: np.empty(iterations) for k in keys}
+    for i in range(iterations):
+        rows = rng.choice(len(prompts), size=min(prompts_per_step, len(prompts)), replace=False)
+        policy, state, stats = grpo_step(policy, ref, reward_fn, prompts[rows], rng, opt, state,
+                                         group_size, kl_coef, max_new, epochs, clip, aggregate)
+        for k in keys:
+            history[k][i] = stats[k]
+    return GRPOHistory(policy, *(history[k] for k in keys))
