@@ -1,25 +1,12 @@
-"""Lessons 13 and 14's exercises: the DPO loss, the IPO loss, the DPO gradient, GRPO advantages
-and the k3 KL penalty."""
+"""Lessons 13 and 14's exercises: the DPO loss, the IPO loss, the DPO gradient, GRPO advantages,
+the k3 KL penalty and the clipped token loss with its two aggregations."""
 
 import numpy as np
 
 from .. import autodiff as ad
-from ..exercises import Case, default_compare, register
-from ..preference import dpo_loss, grpo_advantages, ipo_loss
-
-
-def _compare(got, expected):
-    """``default_compare`` on items made at least 1-D, so a wrong scalar (a loss, an accuracy)
-    is caught too (``default_compare`` lets 0-d mismatches through)."""
-    if isinstance(expected, tuple):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"expected a tuple of {len(expected)} items, got {type(got).__name__}"
-        for i, (g, e) in enumerate(zip(got, expected)):
-            reason = _compare(g, e)
-            if reason:
-                return f"item {i}: {reason}"
-        return None
-    return default_compare(np.atleast_1d(np.asarray(got, dtype=float)), np.atleast_1d(expected))
+from ..exercises import Case, register
+from ..llm import ppo_clip_loss
+from ..preference import dpo_loss, grpo_advantages, grpo_loss, ipo_loss
 
 
 def _pairs(seed, n):
@@ -62,7 +49,7 @@ def _dpo_explain(case, got, expected):
 
 
 register(
-    "dpo_loss", _dpo_reference, _dpo_cases, compare=_compare, explain=_dpo_explain,
+    "dpo_loss", _dpo_reference, _dpo_cases, explain=_dpo_explain,
     hint="z = (pc - rc) - (pr - rr); loss = mean(-log sigmoid(beta z)); rewards beta*(logp - ref)",
 )
 
@@ -99,7 +86,7 @@ def _ipo_explain(case, got, expected):
 
 
 register(
-    "ipo_loss", _ipo_reference, _ipo_cases, compare=_compare, explain=_ipo_explain,
+    "ipo_loss", _ipo_reference, _ipo_cases, explain=_ipo_explain,
     hint="z' = (pc - rc)/lc - (pr - rr)/lr; loss = mean((z' - 1/(2 tau))**2)",
 )
 
@@ -134,8 +121,7 @@ def _dpo_gradient_explain(case, got, expected):
 
 
 register(
-    "dpo_gradient", _dpo_gradient_reference, _dpo_gradient_cases, compare=_compare,
-    explain=_dpo_gradient_explain,
+    "dpo_gradient", _dpo_gradient_reference, _dpo_gradient_cases, explain=_dpo_gradient_explain,
     hint="d/d logp_c of -log sigmoid(beta z) is -beta * sigmoid(-beta z); the rejected side has +",
 )
 
@@ -173,6 +159,86 @@ def _grpo_explain(case, got, expected):
 
 
 register(
-    "grpo_advantages", _grpo_reference, _grpo_cases, compare=_compare, explain=_grpo_explain,
+    "grpo_advantages", _grpo_reference, _grpo_cases, explain=_grpo_explain,
     hint="reshape to [B/G, G]; (r - mean) / (std(ddof=1) + 1e-4) along axis 1; reshape back",
+)
+
+
+# ---------------------------------------------------------------- k3 KL penalty
+
+def _rollout(seed, batch=4, steps=5):
+    rng = np.random.default_rng(seed)
+    logp = -rng.gamma(2.0, 0.5, size=(batch, steps))
+    ref = logp + rng.normal(0.0, 0.4, size=(batch, steps))
+    lengths = rng.integers(1, steps + 1, size=batch)
+    mask = np.arange(steps)[None, :] < lengths[:, None]
+    ref[~mask] = -np.inf  # padding the reference rules out
+    return logp, ref, mask
+
+
+def _kl_penalty_reference(logp, ref_logp, mask):
+    return grpo_loss(logp, logp, ref_logp, np.zeros(len(logp)), mask, kl_coef=1.0).kl
+
+
+def _kl_penalty_cases():
+    return [
+        Case("one completion of 3 tokens", (np.array([[-1.0, -0.5, -2.0]]), np.array([[-0.9, -0.6, -2.5]]),
+                                             np.ones((1, 3), bool))),
+        Case("4 completions of different lengths (padding ref_logp = -inf)", _rollout(5)),
+    ]
+
+
+def _kl_penalty_explain(case, got, expected):
+    logp, ref, mask = case.args
+    got = float(np.asarray(got))
+    if np.isnan(got):
+        return "NaN: a padding token's ref_logp is -inf; replace padding positions before the arithmetic"
+    k1 = float(np.mean((logp - ref)[mask]))
+    if np.isclose(got, k1):
+        return ("that is k1, logp - ref_logp: unbiased but can go negative; k3 = exp(d) - d - 1 "
+                "with d = ref_logp - logp is never negative")
+    d = np.where(mask, ref - logp, 0.0)
+    if np.isclose(got, float(np.mean(np.exp(d) - d - 1))):
+        return "you averaged over padding positions too: divide by the number of action tokens"
+    return None
+
+
+register(
+    "grpo_kl_penalty", _kl_penalty_reference, _kl_penalty_cases, explain=_kl_penalty_explain,
+    hint="d = ref_logp - logp on action tokens; mean of exp(d) - d - 1 over the mask",
+)
+
+
+# ---------------------------------------------------------------- clipped token loss
+
+def _clip_loss_reference(logp, old_logp, advantages, mask, aggregate):
+    return float(ppo_clip_loss(logp, old_logp, advantages, mask, clip=0.2, aggregate=aggregate).loss)
+
+
+def _clip_loss_cases():
+    logp, _, mask = _rollout(6)
+    old = logp + np.random.default_rng(7).normal(0.0, 0.2, size=logp.shape)
+    adv = np.array([1.2, -0.4, -0.8, 0.0])
+    return [
+        Case("token mean, 4 completions of different lengths", (logp, old, adv, mask, "token")),
+        Case("sequence mean, the same rollout", (logp, old, adv, mask, "sequence")),
+    ]
+
+
+def _clip_loss_explain(case, got, expected):
+    logp, old, adv, mask, aggregate = case.args
+    other = _clip_loss_reference(logp, old, adv, mask, "sequence" if aggregate == "token" else "token")
+    if np.isclose(float(got), other):
+        return (f"you computed the other aggregation: '{aggregate}' means "
+                + ("one mean over all action tokens of the batch" if aggregate == "token"
+                   else "a mean over each completion's tokens, then over completions"))
+    if np.isclose(float(got), -expected):
+        return "wrong sign: the loss is the negated objective, to be minimised"
+    return None
+
+
+register(
+    "grpo_clip_loss", _clip_loss_reference, _clip_loss_cases, explain=_clip_loss_explain,
+    hint="r = exp(logp - old); o = min(r A, clip(r, 0.8, 1.2) A) on the mask; token: -sum(o)/count; "
+         "sequence: -mean over rows of (row sum / row count)",
 )
