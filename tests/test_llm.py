@@ -317,3 +317,44 @@ def test_reward_to_go_and_advantages_stay_inside_each_completion():
     # column baselines 7, 3.5, 2 leave [-0.5, 0, 0, 0.5] (row-major), then divided by their std
     raw = np.array([3 - 3.5, 2 - 2.0, 7 - 7.0, 4 - 3.5])
     np.testing.assert_allclose(adv[mask], raw / raw.std())
+
+
+def test_exact_kl_ignores_masked_positions_and_ruled_out_tokens():
+    rng = np.random.default_rng(7)
+    logits, ref = rng.normal(size=(2, 3, 4, 5))
+    mask = np.array([[0, 0, 1, 1, 0], [0, 1, 1, 1, 1], [0, 0, 0, 0, 1]], dtype=bool)
+    kl_of = lambda lg: rc.sum(llm.exact_kl(lg, ref, mask))
+    value, grad = rc.value_and_grad(kl_of)(logits)
+    excluded = ~mask[:, 1:]
+    perturbed = logits + 30.0 * excluded[..., None] * rng.normal(size=logits.shape)
+    value2, _ = rc.value_and_grad(kl_of)(perturbed)
+    assert value == pytest.approx(value2, abs=1e-12)
+    assert not grad[excluded].any()
+    # a token the policy rules out (-inf) adds exactly 0, with no NaN from 0 * -inf
+    ruled_out = logits.copy()
+    ruled_out[:, :, 0] = -np.inf
+    p = np.exp(_log_softmax(ruled_out[1, 1, 1:]))
+    q = np.exp(_log_softmax(ref[1, 1]))[1:]
+    by_hand = np.sum(p * (np.log(p) - np.log(q)))
+    only_position_1 = np.zeros((3, 5), dtype=bool)
+    only_position_1[:, 2] = True  # mask[:, 2] counts logits[:, 1]
+    got = llm.exact_kl(ruled_out, ref, only_position_1)
+    assert np.isfinite(got).all() and got[1] == pytest.approx(by_hand)
+
+
+def test_kl_validation():
+    logits, tokens, mask = _example()
+    with pytest.raises(ValueError, match="ref_logits: expected shape"):
+        llm.exact_kl(logits, logits[:, :-1], mask)
+    with pytest.raises(ValueError, match="policy_logits: expected no NaN"):
+        llm.exact_kl(np.where(mask[:, 1:, None], np.nan, logits), logits, mask)
+    with pytest.raises(ValueError, match="no position is True"):
+        llm.exact_kl(logits, logits, np.zeros_like(mask))
+    with pytest.raises(ValueError, match="tokens: values must be < 5"):
+        llm.sampled_log_ratio(logits, logits, tokens + 5, mask)
+    with pytest.raises(ValueError, match="kind"):
+        llm.kl_estimate(np.zeros(3), np.zeros(3), kind="k4")
+    with pytest.raises(ValueError, match="logp"):
+        llm.kl_estimate(np.array([np.nan]), np.zeros(1))
+    with pytest.raises(ValueError, match="ref_logp: expected shape"):
+        llm.kl_estimate(np.zeros(3), np.zeros(2))
