@@ -128,12 +128,12 @@ def completion_mask(tokens, prompt_len, eos: int = 2) -> np.ndarray:
     return after & ~past_eos
 
 
-def _log_softmax_pair(policy_logits, ref_logits, tokens_shape=None):
-    """Checked log-softmaxes of two logits arrays of one shape ``[B, T, V]``."""
+def _check_logits_pair(policy_logits, ref_logits) -> np.ndarray:
+    """Check two logits arrays of one shape ``[B, T, V]``; return the policy's values."""
     pv = _check_logits("policy_logits", policy_logits)
     rv = _check_logits("ref_logits", ref_logits)
     check_shape("ref_logits", rv, pv.shape, "policy_logits")
-    return pv, ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
+    return pv
 
 
 def exact_kl(policy_logits, ref_logits, mask):
@@ -146,8 +146,9 @@ def exact_kl(policy_logits, ref_logits, mask):
     Divide by the token count for a per-token figure. The gradient flows into
     ``policy_logits`` (and ``ref_logits`` if traced; wrap it in ``stop_gradient`` to freeze it).
     """
-    pv, lp, lr = _log_softmax_pair(policy_logits, ref_logits)
-    mask = _check_mask(mask, pv.shape[:2][:1] + (pv.shape[1] + 1,))
+    pv = _check_logits_pair(policy_logits, ref_logits)
+    mask = _check_mask(mask, (pv.shape[0], pv.shape[1] + 1))
+    lp, lr = ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
     possible = np.isfinite(pv)  # a token the policy rules out adds exactly 0, never 0 * -inf
     diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
     per_position = ad.sum(ad.where(possible, ad.exp(lp) * diff, 0.0), axis=-1)
@@ -162,7 +163,7 @@ def sampled_log_ratio(policy_logits, ref_logits, actions, mask):
     ``pi``, but a single sequence's value can be negative, because the sampled token can be
     likelier under ``ref`` than under ``pi``.
     """
-    _log_softmax_pair(policy_logits, ref_logits)
+    _check_logits_pair(policy_logits, ref_logits)
     return sequence_log_prob(policy_logits, actions, mask) - sequence_log_prob(ref_logits, actions, mask)
 
 
@@ -201,10 +202,11 @@ def kl_estimate(logp, ref_logp, kind: str = "k1"):
     (biased, >= 0) and ``k3 = exp(d) - d - 1`` (unbiased and >= 0). Elementwise, any shape;
     ``logp`` may be traced.
     """
-    _same_shape_values(logp, ref_logp)
+    lp, rp = _same_shape_values(logp, ref_logp)
     if kind not in _KL_KINDS:
         raise ValueError(f"kind: expected one of {_KL_KINDS}, got {kind!r}")
-    d = ref_logp - logp
+    # keep traced inputs traced; anything else (lists, ints) as the checked float arrays
+    d = (ref_logp if isinstance(ref_logp, ad.Tensor) else rp) - (logp if isinstance(logp, ad.Tensor) else lp)
     if kind == "k1":
         return -d
     if kind == "k2":

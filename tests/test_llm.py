@@ -179,6 +179,10 @@ def test_kl_estimates_by_hand():
     np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k2"), 0.5 * d**2)
     np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k3"),
                                [np.exp(-0.5) + 0.5 - 1, np.exp(1.5) - 1.5 - 1])
+    # differentiable in logp: d k3 / d logp = 1 - exp(d)
+    _, grad = rc.value_and_grad(lambda lp: rc.sum(llm.kl_estimate(lp, ref_logp, "k3")))(logp)
+    np.testing.assert_allclose(grad, 1 - np.exp(d))
+    np.testing.assert_allclose(llm.kl_estimate([-1, -2], [-1.5, -0.5], "k1"), [0.5, -1.5])  # plain lists
 
 
 def _k3_sign_flipped(logp, ref_logp):
