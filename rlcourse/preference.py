@@ -1,5 +1,10 @@
 """Learning from preferences and from verifiers: Bradley-Terry, DPO, IPO and GRPO.
 
+Three layers: the losses on plain numbers (``preference_loss``, ``dpo_loss``, ``ipo_loss``,
+``grpo_advantages``, ``grpo_loss``); DPO/IPO fine-tuning of the tiny LM of ``rc.lm`` on
+preference pairs (``train_on_preferences``, with the toy ``review_task``); and GRPO on the tiny
+LM with a verifier as the reward (``grpo_step``, ``grpo_train``).
+
 Conventions (as in Hugging Face TRL, see REFERENCE.md):
 
 - A *preference pair* is (prompt, chosen completion, rejected completion). The log-probs that
@@ -9,9 +14,8 @@ Conventions (as in Hugging Face TRL, see REFERENCE.md):
 - The policy log-probs carry the gradient; the reference log-probs never do (they are wrapped
   in ``stop_gradient``, so passing traced reference values cannot move the reference).
 - GRPO's group of ``G`` samples of one prompt sits in ``G`` consecutive rows of the batch.
-
-GRPO's per-token log-probs ``[B, T]`` are aligned with ``tokens[:, 1:]`` and go with
-``mask[:, 1:]``, as everywhere in ``rc.llm``.
+  Its per-token log-probs ``[B, T]`` are aligned with ``tokens[:, 1:]`` and go with
+  ``mask[:, 1:]``, as everywhere in ``rc.llm``.
 
 Every loss returns a scalar (a ``Tensor`` when its inputs are traced, so it works inside
 ``value_and_grad``); every reported statistic (rewards, accuracy) is a plain number or array.
