@@ -25,6 +25,7 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_float_array, as_int_array, check_shape
+from .algos.training import single_thread_blas
 
 __all__ = [
     "token_log_probs", "sequence_log_prob", "completion_mask", "exact_kl", "sampled_log_ratio",
@@ -415,6 +416,7 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
     return policy, opt_state, stats
 
 
+@single_thread_blas()  # the tiny LM's matrices gain nothing from BLAS threads on a busy machine
 def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta: float = 0.05,
                lr: float = 1e-3, seed=0, batch: int = 64, max_new: int = 8, epochs: int = 4,
                clip: float = 0.2, kind: str = "k1", metric: Callable | None = None) -> RLHFHistory:

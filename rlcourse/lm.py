@@ -18,6 +18,7 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_int_array, check_shape
+from .algos.training import single_thread_blas
 from .llm import completion_mask, sequence_log_prob, token_log_probs
 from .nn import linear_init
 from .optim import Adam
@@ -196,6 +197,7 @@ def lm_nll(params, tokens, mask):
     return -ad.sum(ad.where(counted, lp, 0.0)) / int(counted.sum())
 
 
+@single_thread_blas()  # the model's matrices are tiny: BLAS threads only wait for busy cores
 def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch: int = 64):
     """Supervised fine-tuning: Adam on ``lm_nll`` over random minibatches of rows.
 
@@ -225,6 +227,7 @@ def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch:
     return params, losses
 
 
+@single_thread_blas()
 def generate(params, prompts, max_new: int, rng: np.random.Generator, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, eos: int = EOS):
     """Sample up to ``max_new`` tokens after each prompt: ``(tokens [B, P+max_new], mask)``.
