@@ -420,3 +420,21 @@ def test_bad_input_raises_a_clear_error(call, match):
     env = rc.GridWorld(size=4)
     with pytest.raises((ValueError, TypeError), match=match):
         call(env, uniform(env))
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercises of lessons 04-06: a terminal-bootstrap bug fails and is explained in lesson terms
+
+
+def test_exercises_catch_and_explain_a_terminal_bootstrap(capsys):
+    def leaky_q_target(Q, r, s_next, terminated, gamma):
+        return r + gamma * np.max(Q[s_next])
+
+    def leaky_td0(V, s, r, s_next, terminated, alpha, gamma):
+        V = np.array(V, dtype=float)
+        V[s] += alpha * (r + gamma * V[s_next] - V[s])
+        return V
+
+    assert not rc.exercises.check("q_learning_target", leaky_q_target)
+    assert not rc.exercises.check("td0_update", leaky_td0)
+    assert capsys.readouterr().out.count("you bootstrapped from the terminal state") == 2

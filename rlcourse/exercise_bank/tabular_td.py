@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exercises import Case, default_compare, register
+from ..exercises import Case, register
 from ..tabular import epsilon_greedy_probs, mc_returns, n_step_target, td_target
 
 
 def _close(a, b) -> bool:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-9)
-
-
-def _compare(got, expected):
-    """default_compare, with scalars seen as 1-element arrays: on 0-d arrays it finds no
-    differing index and so passes any scalar."""
-    if isinstance(expected, tuple):
-        return default_compare(tuple(np.atleast_1d(g) for g in got) if isinstance(got, tuple)
-                               else got, tuple(np.atleast_1d(e) for e in expected))
-    return default_compare(np.atleast_1d(got), np.atleast_1d(expected))
 
 
 # ------------------------------------------------------------------ lesson 04: mc_returns
@@ -51,7 +42,7 @@ def _mc_returns_explain(case, got, expected):
 
 
 register(
-    "mc_returns", mc_returns, _mc_returns_cases, compare=_compare, explain=_mc_returns_explain,
+    "mc_returns", mc_returns, _mc_returns_cases, explain=_mc_returns_explain,
     hint="g = final_value; for t from the last step back to 0: g = rewards[t] + gamma * g",
 )
 
@@ -102,7 +93,7 @@ def _first_visit_explain(case, got, expected):
 
 
 register(
-    "first_visit_update", _first_visit_reference, _first_visit_cases, compare=_compare,
+    "first_visit_update", _first_visit_reference, _first_visit_cases,
     explain=_first_visit_explain,
     hint="compute the returns backwards, then for the first visit of each state: "
          "counts[s] += 1; V[s] += (G - V[s]) / counts[s]",
@@ -134,7 +125,7 @@ def _probs_explain(case, got, expected):
 
 
 register(
-    "epsilon_greedy_probs", epsilon_greedy_probs, _probs_cases, compare=_compare,
+    "epsilon_greedy_probs", epsilon_greedy_probs, _probs_cases,
     explain=_probs_explain,
     hint="epsilon / A everywhere, plus (1 - epsilon) / (number of tied maxima) on each maximum",
 )
@@ -173,7 +164,7 @@ def _td0_explain(case, got, expected):
 
 
 register(
-    "td0_update", _td0_reference, _td0_cases, compare=_compare, explain=_td0_explain,
+    "td0_update", _td0_reference, _td0_cases, explain=_td0_explain,
     hint="target = r if terminated else r + gamma * V[s_next]; V[s] += alpha * (target - V[s])",
 )
 
@@ -205,7 +196,7 @@ def _n_step_explain(case, got, expected):
 
 
 register(
-    "n_step_target", n_step_target, _n_step_cases, compare=_compare, explain=_n_step_explain,
+    "n_step_target", n_step_target, _n_step_cases, explain=_n_step_explain,
     hint="sum(gamma**k * rewards[k]) + (0 if terminated else gamma**len(rewards) * bootstrap_value)",
 )
 
@@ -253,7 +244,7 @@ def _td_lambda_explain(case, got, expected):
 
 
 register(
-    "td_lambda_step", _td_lambda_reference, _td_lambda_cases, compare=_compare,
+    "td_lambda_step", _td_lambda_reference, _td_lambda_cases,
     explain=_td_lambda_explain,
     hint="e *= gamma * lam; bump e[s]; delta = TD error; V += alpha * delta * e; "
          "zero e when the episode is done",
@@ -286,7 +277,7 @@ def _q_target_explain(case, got, expected):
 
 
 register(
-    "q_learning_target", _q_target_reference, _q_target_cases, compare=_compare,
+    "q_learning_target", _q_target_reference, _q_target_cases,
     explain=_q_target_explain,
     hint="r if terminated else r + gamma * max(Q[s_next])",
 )
@@ -327,7 +318,7 @@ def _sarsa_explain(case, got, expected):
 
 
 register(
-    "sarsa_update", _sarsa_reference, _sarsa_cases, compare=_compare, explain=_sarsa_explain,
+    "sarsa_update", _sarsa_reference, _sarsa_cases, explain=_sarsa_explain,
     hint="target = r (terminated) or r + gamma * Q[s_next, a_next]; "
          "Q[s, a] += alpha * (target - Q[s, a])",
 )
@@ -363,7 +354,7 @@ def _expected_sarsa_explain(case, got, expected):
 
 
 register(
-    "expected_sarsa_target", _expected_sarsa_reference, _expected_sarsa_cases, compare=_compare,
+    "expected_sarsa_target", _expected_sarsa_reference, _expected_sarsa_cases,
     explain=_expected_sarsa_explain,
     hint="probs = epsilon / A + (1 - epsilon) on the (tied) maxima; r + gamma * probs @ Q[s_next]",
 )
