@@ -76,6 +76,30 @@ def test_grpo_loss_gradient_matches_finite_differences_and_skips_padding():
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)
 
 
+def _assert_padding_is_ignored(loss_fn):
+    """Whatever the log-probs at padding positions hold, the loss is the same."""
+    base = float(loss_fn(LOGP, OLD, REF, ADV, MASK))
+    for junk in (-50.0, 3.0):
+        logp = LOGP.copy()
+        logp[~MASK] = junk
+        assert float(loss_fn(logp, OLD, REF, ADV, MASK)) == pytest.approx(base, rel=1e-12), \
+            "a padding position changed the loss"
+
+
+def test_grpo_loss_ignores_padding():
+    _assert_padding_is_ignored(lambda *a: rc.grpo_loss(*a, kl_coef=0.5).loss)
+
+
+def test_padding_check_catches_a_kl_over_every_position():
+    def leaky(logp, old, ref, adv, mask):  # planted bug: the KL term averages over padding too
+        policy = rc.ppo_clip_loss(logp, old, adv, mask).loss
+        d = np.where(np.isfinite(ref), ref, 0.0) - logp
+        return policy + 0.5 * np.mean(np.exp(d) - d - 1)
+
+    with pytest.raises(AssertionError, match="padding"):
+        _assert_padding_is_ignored(leaky)
+
+
 def test_kl_term_pulls_towards_the_reference():
     logp = np.array([[-2.0, -2.0]])
     ref = np.array([[-1.0, -3.0]])

@@ -72,10 +72,10 @@ def test_dpo_label_smoothing_matches_hand_values():
 def test_dpo_label_smoothing_has_a_finite_optimum():
     """With e > 0 the loss of one pair is minimised at beta z = log((1-e)/e), not at infinity."""
     e, beta = 0.1, 1.0
-    zs = np.linspace(-1, 6, 7001)
+    zs = np.linspace(-1, 6, 1401)
     losses = [float(rc.dpo_loss(np.array([z]), np.zeros(1), np.zeros(1), np.zeros(1),
                                 beta=beta, label_smoothing=e).loss) for z in zs]
-    assert zs[int(np.argmin(losses))] == pytest.approx(math.log((1 - e) / e), abs=2e-3)
+    assert zs[int(np.argmin(losses))] == pytest.approx(math.log((1 - e) / e), abs=5e-3)
 
 
 def test_dpo_ties_count_as_wrong():
@@ -102,14 +102,28 @@ def test_dpo_gradient_matches_finite_differences():
     assert (grads["c"] < 0).all() and (grads["r"] > 0).all()
 
 
-def test_dpo_reference_gets_no_gradient():
+def _assert_reference_is_frozen(dpo):
+    """Traced reference log-probs get exactly zero gradient; the policy's do not."""
     def loss(policy, ref):
-        return rc.dpo_loss(policy["c"], policy["r"], ref["c"], ref["r"]).loss
+        return dpo(policy["c"], policy["r"], ref["c"], ref["r"]).loss
 
     arrays = {"c": POL_C, "r": POL_R}, {"c": REF_C, "r": REF_R}
     _, (g_policy, g_ref) = rc.value_and_grad(loss, argnums=(0, 1))(*arrays)
     assert np.abs(g_policy["c"]).sum() > 0
-    assert not np.any(g_ref["c"]) and not np.any(g_ref["r"])
+    assert not np.any(g_ref["c"]) and not np.any(g_ref["r"]), "the reference got a gradient"
+
+
+def test_dpo_reference_gets_no_gradient():
+    _assert_reference_is_frozen(rc.dpo_loss)
+
+
+def test_frozen_reference_check_catches_a_traced_reference():
+    def unfrozen(pc, pr, ref_c, ref_r):  # planted bug: the reference stays in the graph
+        z = (pc - ref_c) - (pr - ref_r)
+        return rc.PreferenceResult(-rc.mean(rc.log_sigmoid(0.1 * z)), None, None, 0.0)
+
+    with pytest.raises(AssertionError, match="reference got a gradient"):
+        _assert_reference_is_frozen(unfrozen)
 
 
 def test_dpo_result_survives_value_and_grad():
@@ -147,7 +161,7 @@ def test_ipo_margin_settles_at_one_over_two_tau_while_dpo_runs_away():
     margins = {}
     for name in ("ipo", "dpo"):
         z = np.zeros(1)
-        for _ in range(3000):
+        for _ in range(1500):
             if name == "ipo":
                 _, g = rc.value_and_grad(lambda p: rc.ipo_loss(p, np.zeros(1), np.zeros(1),
                                                                np.zeros(1), tau=tau).loss)(z)
