@@ -212,8 +212,26 @@ print("scores:", np.round(scores, 2))
 print("per-token rewards:\n", np.round(mine, 2))
 
 # %% [markdown]
-# **Step 4: advantages and the PPO step.** `rc.rlhf_advantages` turns the rewards into
-# reward-to-go minus a per-position baseline; `rc.rlhf_step` puts the pieces together:
+# **Step 4: advantages.** Each token's reward-to-go, minus the batch's mean reward-to-go at the
+# same position, divided by the spread. A completion is one episode: the sum never runs past
+# its last action token into the padding.
+
+# %%
+def my_advantages(rewards, mask):
+    to_go = np.where(mask, np.cumsum(rewards[:, ::-1], axis=1)[:, ::-1], 0.0)
+    baseline = to_go.sum(axis=0) / np.maximum(mask.sum(axis=0), 1)
+    adv = np.where(mask, to_go - baseline, 0.0)
+    return adv / adv[mask].std()
+
+
+advantages = my_advantages(mine, action)
+np.testing.assert_allclose(advantages, rc.rlhf_advantages(mine, action))
+assert not advantages[~action].any()
+
+# %% [markdown]
+# **Step 5: PPO on tokens.** The clipped loss of lesson 10, `rc.ppo_clip_loss`, on the action
+# tokens only, with the rollout's log-probs as `old_logp`. `rc.rlhf_step` puts the pieces
+# together: sample, score, penalise, advantages, a few epochs of clipped updates.
 
 # %%
 print(inspect.getsource(rc.rlhf_step))
