@@ -51,6 +51,7 @@ def actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef:
     return loss, stats
 
 
+@single_thread_blas()
 def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 8,
                  lr: float = 1e-3, gamma: float = 0.99, lam: float = 0.95, vf_coef: float = 0.5,
                  ent_coef: float = 0.0, max_grad_norm: float | None = 0.5, norm_adv: bool = False,
@@ -71,13 +72,6 @@ def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 
     if max_grad_norm is not None and not max_grad_norm > 0:
         raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
     opt = Adam(lr) if opt is None else opt
-    with single_thread_blas():
-        return _train(env, model, params, int(total_steps), int(rollout), opt, gamma, lam, vf_coef,
-                      ent_coef, max_grad_norm, norm_adv, anneal_lr, dtype, seed, callback, progress)
-
-
-def _train(env, model, params, total_steps, rollout, opt, gamma, lam, vf_coef, ent_coef,
-           max_grad_norm, norm_adv, anneal_lr, dtype, seed, callback, progress):
     rng = np.random.default_rng(seed)
     layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
     theta = {"theta": layout.flatten(layout.template)}

@@ -30,11 +30,13 @@ __all__ = [
     "PPO_CARTPOLE",
 ]
 
-# A preset that solves CartPole-v1 quickly with 8 copies (settings of the RL Zoo's tuned PPO
-# for CartPole: short rollouts, many epochs, a large learning rate, GAE lambda 0.8).
+# A preset that solves CartPole-v1 fast with 8 copies: the RL Zoo's tuned PPO settings for
+# CartPole (short rollouts, 20 epochs, lr 1e-3, GAE lambda 0.8, gamma 0.98, learning rate and
+# clip range both annealed linearly to 0). With it the mean of the last 20 training episodes
+# reaches 475 within 50k steps and the greedy policy scores 500 (tests/test_ppo.py, 3 seeds).
 PPO_CARTPOLE = dict(
     total_steps=50_000, rollout=32, epochs=20, minibatch=256, lr=1e-3, gamma=0.98, lam=0.8,
-    clip=0.2, ent_coef=0.0,
+    clip=0.2, ent_coef=0.0, anneal_lr=True, anneal_clip=True,
 )
 
 
@@ -128,6 +130,7 @@ def _check_positive_int(name: str, value) -> int:
     return int(value)
 
 
+@single_thread_blas()
 def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epochs: int = 4,
         minibatch: int = 256, lr: float = 3e-4, gamma: float = 0.99, lam: float = 0.95,
         clip: float = 0.2, vf_coef: float = 0.5, ent_coef: float = 0.0,
@@ -149,7 +152,7 @@ def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epoc
     ``mean_return``, ``episode_returns`` and the diagnostics); returning ``False`` stops training.
     ``progress``: None shows a status line only on an interactive terminal (never in a
     notebook), True/False force it. The env is reset with ``seed``; the same seed gives the
-    same result bit for bit. Returns a :class:`~rlcourse.algos.rollout.TrainResult`.
+    same result bit for bit. Returns a :class:`~rlcourse.algos.training.TrainResult`.
     """
     total_steps = _check_positive_int("total_steps", total_steps)
     rollout = _check_positive_int("rollout", rollout)
@@ -161,15 +164,6 @@ def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epoc
         raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
     if opt is None:
         opt = Adam(lr, eps=1e-5)
-    with single_thread_blas():
-        return _train(env, model, params, total_steps, rollout, epochs, minibatch, opt, gamma, lam,
-                      clip, vf_coef, ent_coef, max_grad_norm, anneal_lr, anneal_clip, norm_adv,
-                      dtype, seed, callback, progress)
-
-
-def _train(env, model, params, total_steps, rollout, epochs, minibatch, opt, gamma, lam, clip,
-           vf_coef, ent_coef, max_grad_norm, anneal_lr, anneal_clip, norm_adv, dtype, seed,
-           callback, progress):
     base_lr = opt.lr
     rng = np.random.default_rng(seed)
     layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))

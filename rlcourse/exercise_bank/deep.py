@@ -129,3 +129,35 @@ register(
     "ppo_clip_objective", ppo_clip_objective, _clip_cases, explain=_clip_explain,
     hint="np.minimum(ratio * A, np.clip(ratio, 1 - eps, 1 + eps) * A)",
 )
+
+
+def _approx_kl_reference(new_log_probs, old_log_probs):
+    log_ratio = np.asarray(new_log_probs, float) - np.asarray(old_log_probs, float)
+    return float(np.mean(np.expm1(log_ratio) - log_ratio))
+
+
+def _approx_kl_cases():
+    rng = np.random.default_rng(3)
+    old = np.log(rng.uniform(0.05, 0.95, size=64))
+    return [
+        Case("the same policy", (old.copy(), old)),
+        Case("a small step", (old + rng.normal(scale=0.05, size=64), old)),
+        Case("a large step", (old + rng.normal(scale=0.5, size=64), old)),
+    ]
+
+
+def _approx_kl_explain(case, got, expected):
+    new, old = case.args
+    got = float(np.asarray(got))
+    if np.isclose(got, np.mean(old - new)):
+        return ("that is the k1 estimate mean(log pi_old - log pi_new): unbiased but it can be "
+                "negative on a sample; use mean((r - 1) - log r), which is >= 0 per sample")
+    if np.isclose(got, -expected) or got < 0:
+        return "a KL estimate must be >= 0: check the sign of (r - 1) - log r"
+    return None
+
+
+register(
+    "approx_kl", _approx_kl_reference, _approx_kl_cases, explain=_approx_kl_explain,
+    hint="r = exp(new - old); mean((r - 1) - log r)",
+)
