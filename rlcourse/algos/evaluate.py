@@ -1,0 +1,87 @@
+"""Evaluate a fixed policy on a vector environment: the mean undiscounted return of whole episodes.
+
+Training curves mix exploration noise and a moving policy; an evaluation runs one frozen
+``policy(obs) -> actions`` (usually the greedy one) from a fresh, seeded reset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["EvalResult", "evaluate", "greedy_policy"]
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """``mean`` of ``returns [episodes]``; ``lengths [episodes]`` are the episodes' step counts.
+
+    Episodes are ordered by copy, then by completion within a copy (not by wall-clock order).
+    """
+
+    mean: float
+    std: float
+    returns: np.ndarray
+    lengths: np.ndarray
+
+
+def evaluate(env, policy, episodes: int = 10, seed: int = 0, max_steps: int = 1_000_000) -> EvalResult:
+    """Run ``policy`` on ``env`` until ``episodes`` whole episodes have finished.
+
+    ``env`` is reset with ``seed``, so only episodes that start at that reset or later count, and
+    the result is a deterministic function of ``(policy, seed)``. ``policy(obs [n, ...])`` returns
+    actions ``[n]``. Copy ``i`` of ``n`` contributes ``(episodes + i) // n`` episodes: a fixed
+    quota per copy, because "the first ``episodes`` to finish" would over-sample short episodes.
+    ``max_steps`` bounds the vector steps taken, so a policy that never ends an episode in an
+    environment without a time limit raises instead of hanging.
+    """
+    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, (int, np.integer)) \
+            or episodes < 1:
+        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
+    if not callable(policy):
+        raise TypeError(f"policy: expected a function obs -> actions, got {type(policy).__name__}")
+    n = env.n
+    quota = np.array([(episodes + i) // n for i in range(n)])
+    returns: list[list[float]] = [[] for _ in range(n)]
+    lengths: list[list[int]] = [[] for _ in range(n)]
+    running = np.zeros(n)
+    steps = np.zeros(n, dtype=np.int64)
+    obs = env.reset(seed=seed)
+    for _ in range(max_steps):
+        if all(len(r) >= q for r, q in zip(returns, quota)):
+            break
+        step = env.step(policy(obs))
+        running += step.reward
+        steps += 1
+        for i in np.flatnonzero(step.terminated | step.truncated).tolist():
+            if len(returns[i]) < quota[i]:
+                returns[i].append(float(running[i]))
+                lengths[i].append(int(steps[i]))
+            running[i] = 0.0
+            steps[i] = 0
+        obs = step.obs
+    else:
+        done = sum(len(r) for r in returns)
+        raise RuntimeError(
+            f"evaluate: only {done} of {episodes} episodes finished within max_steps={max_steps} "
+            "vector steps; the policy may never end an episode"
+        )
+    flat_returns = np.array([r for per_copy in returns for r in per_copy])
+    flat_lengths = np.array([n_ for per_copy in lengths for n_ in per_copy], dtype=np.int64)
+    return EvalResult(float(flat_returns.mean()), float(flat_returns.std()), flat_returns, flat_lengths)
+
+
+def greedy_policy(model, params):
+    """``obs -> argmax_a model(params, obs)[:, a]``: greedy for a Q-network, the mode for logits.
+
+    If ``model`` returns a tuple (``(logits, value)`` of an actor-critic), its first item is used.
+    Ties go to the lowest action index (``np.argmax``).
+    """
+
+    def policy(obs):
+        out = model(params, obs)
+        scores = out[0] if isinstance(out, tuple) else out
+        return np.argmax(np.asarray(scores), axis=-1)
+
+    return policy
