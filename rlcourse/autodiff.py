@@ -512,8 +512,15 @@ def tree_map(fn: Callable, tree, *rest):
         return {k: tree_map(fn, v, *(r[k] for r in rest)) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
         mapped = [tree_map(fn, v, *(r[i] for r in rest)) for i, v in enumerate(tree)]
-        return mapped if isinstance(tree, list) else type(tree)(mapped)
+        return _rebuild(tree, mapped)
     return fn(tree, *rest)
+
+
+def _rebuild(like: list | tuple, items: list):
+    """A list, tuple or NamedTuple of the same type as ``like`` holding ``items``."""
+    if isinstance(like, list):
+        return items
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _wrap_params(tree, path: str):
@@ -522,7 +529,7 @@ def _wrap_params(tree, path: str):
         return {k: _wrap_params(v, f"{path}[{k!r}]") for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
         wrapped = [_wrap_params(v, f"{path}[{i}]") for i, v in enumerate(tree)]
-        return wrapped if isinstance(tree, list) else type(tree)(wrapped)
+        return _rebuild(tree, wrapped)
     arr = np.asarray(tree)
     if not np.issubdtype(arr.dtype, np.floating):
         raise TypeError(

@@ -216,3 +216,18 @@ def test_nan_params_raise():
 def test_mismatched_shapes_raise():
     with pytest.raises(ValueError):
         rc.value_and_grad(lambda p: rc.sum(p["a"] @ p["b"]))({"a": np.ones((2, 3)), "b": np.ones((2, 3))})
+
+
+def test_named_tuples_pass_through_trees_and_aux_outputs():
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        loss: object
+        extra: object
+
+    (value, aux), g = rc.value_and_grad(
+        lambda p: (rc.sum(p.loss * 2.0), Pair(p.loss * 3.0, 1.0)))(Pair(np.ones(2), np.zeros(1)))
+    assert value == 4.0 and isinstance(aux, Pair)
+    np.testing.assert_array_equal(aux.loss, [3.0, 3.0])
+    assert isinstance(g, Pair)
+    np.testing.assert_array_equal(g.loss, [2.0, 2.0])
