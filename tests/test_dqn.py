@@ -1,0 +1,211 @@
+"""DQN: targets (terminal vs truncation, Double DQN), Huber, the replay buffer, what the loop
+stores, determinism, bad input, and learning CartPole on three seeds."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import rlcourse as rc
+from rlcourse import autodiff as ad
+from rlcourse.envs.cartpole import THETA_THRESHOLD, X_THRESHOLD, CartPole
+
+GAMMA = 0.9
+
+
+def _batch():
+    """Three transitions whose next states are worth 10 under both networks (same argmax)."""
+    rewards = np.array([1.0, 2.0, 3.0])
+    next_q = np.array([[10.0, 4.0], [0.0, 10.0], [10.0, -1.0]])
+    return rewards, next_q
+
+
+def _assert_terminal_never_bootstraps(targets_fn):
+    rewards, next_q = _batch()
+    terminated = np.array([False, True, False])  # transition 1 ended in a terminal state
+    got = targets_fn(rewards, terminated, next_q, next_q, GAMMA)
+    assert got[1] == rewards[1], "a terminal transition's target must be its reward alone"
+    # The others, including one cut by a time limit (passed with terminated=False), bootstrap.
+    np.testing.assert_allclose(got[[0, 2]], rewards[[0, 2]] + GAMMA * 10.0)
+
+
+def test_terminal_never_bootstraps_truncation_does():
+    _assert_terminal_never_bootstraps(rc.dqn_targets)
+
+
+def test_planted_bug_target_without_terminal_mask_is_caught():
+    def no_mask(rewards, terminated, next_q_online, next_q_target, gamma, double=True):
+        best = np.argmax(next_q_online, axis=1)
+        return rewards + gamma * next_q_target[np.arange(len(rewards)), best]
+
+    with pytest.raises(AssertionError, match="terminal"):
+        _assert_terminal_never_bootstraps(no_mask)
+
+
+def test_double_dqn_selects_with_online_and_evaluates_with_target():
+    rewards = np.zeros(2)
+    terminated = np.zeros(2, dtype=bool)
+    online = np.array([[1.0, 5.0], [3.0, 2.0]])  # online argmax: action 1, then action 0
+    target = np.array([[10.0, 2.0], [-4.0, 7.0]])  # target argmax: the other action each time
+    double = rc.dqn_targets(rewards, terminated, online, target, 1.0, double=True)
+    plain = rc.dqn_targets(rewards, terminated, online, target, 1.0, double=False)
+    np.testing.assert_array_equal(double, [2.0, -4.0])  # target's values at the online argmax
+    np.testing.assert_array_equal(plain, [10.0, 7.0])  # target's own max
+    # Selecting with the target net, or evaluating with the online one, gives other numbers.
+    assert not np.array_equal(double, target.max(axis=1))
+    assert not np.array_equal(double, online.max(axis=1))
+
+
+def test_double_dqn_reduces_the_max_bias_on_noisy_estimates():
+    # All true action values are 0; noisy estimates from two independent nets. max over noise
+    # is biased up by about E[max of 4 normals] ~ 1.03; Double DQN's estimate is unbiased.
+    rng = np.random.default_rng(0)
+    online, target = rng.normal(size=(2, 20_000, 4))
+    zeros = np.zeros(20_000)
+    plain = rc.dqn_targets(zeros, zeros.astype(bool), online, target, 1.0, double=False)
+    double = rc.dqn_targets(zeros, zeros.astype(bool), online, target, 1.0, double=True)
+    assert plain.mean() > 0.9
+    assert abs(double.mean()) < 0.05
+
+
+def test_huber_value_and_gradient():
+    x = np.array([-3.0, -1.0, -0.25, 0.0, 0.5, 1.0, 2.5])
+    expected = np.where(np.abs(x) <= 1.0, 0.5 * x**2, np.abs(x) - 0.5)
+    np.testing.assert_allclose(rc.huber(x), expected)
+    g = ad.grad(lambda p: ad.sum(rc.huber(p["x"], delta=2.0)))({"x": x})["x"]
+    np.testing.assert_allclose(g, np.clip(x, -2.0, 2.0))  # the gradient is the clipped error
+    # Continuous at the joint: both branches agree at |x| = delta.
+    assert rc.huber(np.array([2.0]), delta=2.0)[0] == pytest.approx(0.5 * 2.0**2)
+    with pytest.raises(ValueError, match="delta"):
+        rc.huber(x, delta=0.0)
+
+
+def test_dqn_loss_gradient_matches_finite_differences():
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    params = rc.mlp_init([3, 5, 2], seed=1, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    obs, actions, targets = rng.normal(size=(6, 3)), rng.integers(0, 2, 6), 3 * rng.normal(size=6)
+    (_, _), g = ad.value_and_grad(rc.dqn_loss)(params, model, obs, actions, targets)
+
+    def f(w):
+        changed = [dict(params[0], w=w), params[1]]
+        return rc.dqn_loss(changed, model, obs, actions, targets)[0]
+
+    np.testing.assert_allclose(g[0]["w"], ad.numerical_grad(f, params[0]["w"]), atol=1e-6)
+
+
+def test_replay_buffer_wraps_around():
+    buf = rc.ReplayBuffer(5, (2,))
+    for start, k in ((0, 3), (3, 4)):  # 7 transitions into 5 rows
+        ids = np.arange(start, start + k)
+        buf.add(np.stack([ids, ids], 1), ids, ids * 1.0, np.stack([ids, ids], 1) + 100, ids % 2 == 0)
+    assert len(buf) == 5 and buf.pos == 2
+    # Rows 0-1 were overwritten by transitions 5 and 6; rows 2-4 hold 2, 3, 4.
+    np.testing.assert_array_equal(buf.actions, [5, 6, 2, 3, 4])
+    np.testing.assert_array_equal(buf.next_obs[:, 0], [105, 106, 102, 103, 104])
+    np.testing.assert_array_equal(buf.terminated, [False, True, True, False, True])
+    with pytest.raises(ValueError, match="capacity"):
+        buf.add(np.zeros((6, 2)), np.zeros(6, int), np.zeros(6), np.zeros((6, 2)), np.zeros(6, bool))
+
+
+def test_replay_buffer_samples_are_seeded_and_only_from_filled_rows():
+    buf = rc.ReplayBuffer(100, (1,))
+    buf.add(np.arange(10.0)[:, None], np.arange(10), np.zeros(10), np.zeros((10, 1)), np.zeros(10, bool))
+    a = buf.sample(64, np.random.default_rng(3))
+    b = buf.sample(64, np.random.default_rng(3))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert a[1].max() < 10  # never an unwritten (all-zero) row beyond the 10 filled ones
+    assert len(np.unique(a[1])) > 5
+    with pytest.raises(ValueError, match="empty"):
+        rc.ReplayBuffer(4, (1,)).sample(2, np.random.default_rng(0))
+
+
+def test_loop_stores_final_obs_and_only_true_terminations(monkeypatch):
+    stored = []
+
+    class Recording(rc.ReplayBuffer):
+        def add(self, obs, actions, rewards, next_obs, terminated):
+            stored.append((np.array(next_obs), np.array(terminated)))
+            super().add(obs, actions, rewards, next_obs, terminated)
+
+    monkeypatch.setattr(sys.modules["rlcourse.algos.dqn"], "ReplayBuffer", Recording)
+    env = CartPole(n=2, max_steps=15)  # short time limit: both kinds of episode end occur
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 400, learning_starts=10_000, seed=0)
+    next_obs = np.concatenate([s[0] for s in stored])
+    terminated = np.concatenate([s[1] for s in stored])
+    outside = (np.abs(next_obs[:, 0]) > X_THRESHOLD) | (np.abs(next_obs[:, 2]) > THETA_THRESHOLD)
+    assert terminated.any() and not terminated.all()
+    # A terminated transition's next_obs is the failed state (final_obs), not the reset state.
+    np.testing.assert_array_equal(outside, terminated)
+    # Time-limit endings happened (episodes of 15 steps) and were stored as non-terminal.
+    assert len(env.episode_lengths) > terminated.sum()
+
+
+def _short_run(seed):
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    return rc.dqn(CartPole(), model, rc.mlp_init([4, 16, 2], seed=0), 1_500, learning_starts=500,
+                  train_freq=100, gradient_steps=20, target_update=20, seed=seed)
+
+
+def test_same_seed_same_bits():
+    a, b, c = _short_run(5), _short_run(5), _short_run(6)
+    np.testing.assert_array_equal(a.losses, b.losses)
+    for x, y in zip(ad.tree_leaves(a.params), ad.tree_leaves(b.params)):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.losses, c.losses)
+    # Training phases at steps 500, 600, ..., 1500: 11 phases of 20 gradient steps.
+    assert len(a.losses) == 11 * 20 and a.steps == 1_500
+
+
+def test_callback_can_stop_the_run():
+    seen = []
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    res = rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 5_000, train_freq=100,
+                 callback=lambda info: seen.append(info["step"]) or len(seen) < 3)
+    assert seen == [100, 200, 300] and res.steps == 300
+
+
+def test_bad_input_raises():
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    params = rc.mlp_init([4, 8, 2], seed=0)
+    with pytest.raises(ValueError, match="gamma"):
+        rc.dqn(CartPole(), model, params, 100, gamma=1.5)
+    with pytest.raises(ValueError, match="total_steps"):
+        rc.dqn(CartPole(), model, params, 0)
+    with pytest.raises(ValueError, match="tau"):
+        rc.dqn(CartPole(), model, params, 100, tau=0.0)
+    with pytest.raises(ValueError, match="model"):
+        rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 3], seed=0), 100)
+    r, q = _batch()
+    with pytest.raises(ValueError, match="terminated"):
+        rc.dqn_targets(r, np.zeros(2, bool), q, q, GAMMA)
+    with pytest.raises(ValueError, match="next_q_target"):
+        rc.dqn_targets(r, np.zeros(3, bool), q, q[:2], GAMMA)
+    with pytest.raises(ValueError, match="next_q_online"):
+        rc.dqn_targets(r, np.zeros(3, bool), q[:, :1], q, GAMMA)
+    with pytest.raises(ValueError, match="next_q_target"):
+        rc.dqn_targets(r, np.zeros(3, bool), q, np.where(q > 5, np.nan, q), GAMMA)
+    with pytest.raises(ValueError, match="actions"):
+        rc.dqn_loss(params, model, np.zeros((2, 4), np.float32), np.array([0, 2]), np.zeros(2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dqn_solves_cartpole_within_50k_steps(seed):
+    """CartPole-v1 counts as solved at 475 (of a maximum 500); the greedy policy must reach it
+    within 50k environment steps, checked every 2,560 steps on 10 fresh episodes."""
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    best = []
+
+    def check(info):
+        if info["step"] % 2_560 == 0 and info["step"] >= 10_240:
+            score = rc.evaluate(CartPole(n=10), rc.greedy_policy(model, info["params"]), 10,
+                                seed=1_000).mean
+            best.append(score)
+            return score < 475  # solved: stop early
+        return True
+
+    res = rc.dqn(CartPole(), model, rc.mlp_init([4, 64, 64, 2], seed=seed), 50_000,
+                 **rc.DQN_CARTPOLE, seed=seed, callback=check)
+    assert max(best) >= 475, f"best evaluation {max(best)} over {res.steps} steps"
