@@ -1,0 +1,248 @@
+"""REINFORCE (Williams, 1992): the Monte Carlo policy gradient, with reward-to-go and a baseline.
+
+The policy-gradient theorem gives ``grad J = E[ sum_t grad log pi(a_t | s_t) * Psi_t ]`` for any
+weight ``Psi_t`` whose expectation given ``(s_t, a_t)`` is the return from ``t`` minus anything
+that does not depend on ``a_t``. Three choices, from worst to best variance:
+
+- the whole episode's return ``G_0`` (``reward_to_go=False``): rewards that came *before* ``a_t``
+  are in the weight, though ``a_t`` cannot have caused them; they add noise, not bias;
+- the reward-to-go ``G_t = sum_{k >= t} gamma^(k-t) r_k`` (``reward_to_go=True``);
+- ``G_t - b_t`` with a baseline (``baseline=True``).
+
+The baseline here needs no critic: ``b_t`` for episode ``i`` is the mean of the other episodes'
+weights at the same time step ``t`` (leave-one-out, among the batch's episodes still running
+at ``t``). It depends on ``t`` -- CartPole's return-to-go falls as the episode goes on -- but not
+on episode ``i``'s own actions, so it keeps the gradient exactly unbiased.
+
+Episodes are stored as columns: ``[T, N]`` arrays where column ``i`` is episode ``i`` from
+row 0 and ``mask[t, i]`` says whether step ``t`` belongs to it (rows past its end are padding).
+A time-limit truncation is treated as the episode's end: without a critic the tail after it is
+counted as 0 (a Monte Carlo return of what was observed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import autodiff as ad
+from .._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+from ..distributions import categorical_log_prob, categorical_sample
+from ..optim import Adam, clip_by_global_norm
+from .training import FlatParams, Progress, single_thread_blas
+
+__all__ = [
+    "ReinforceResult", "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
+    "policy_gradient_estimate", "collect_episodes",
+]
+
+
+def _check_episode_batch(rewards, mask):
+    rewards = as_float_array("rewards", rewards, ndim=2)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, rewards.shape, against="rewards")
+    if not mask[0].all():
+        raise ValueError("mask: every episode (column) must start at row 0, but column "
+                         f"{int(np.flatnonzero(~mask[0])[0])} is empty there")
+    if (mask[1:] & ~mask[:-1]).any():
+        raise ValueError("mask: each column must be one episode, True then False (no gaps)")
+    return rewards, mask
+
+
+def reinforce_weights(rewards, mask, gamma: float = 0.99, reward_to_go: bool = True,
+                      baseline: bool = True) -> np.ndarray:
+    """The weight ``Psi[t, i]`` of ``grad log pi(a_t | s_t)`` for each step of each episode.
+
+    ``rewards [T, N]`` and ``mask [T, N]``: column ``i`` is one episode from row 0, ``mask``
+    True on its steps. ``reward_to_go`` chooses ``G_t`` (else ``G_0`` on every step);
+    ``baseline`` subtracts the leave-one-out mean of the other episodes' weights at the same
+    ``t`` (0 where no other episode is running at ``t``). Padding rows get weight 0.
+    """
+    rewards, mask = _check_episode_batch(rewards, mask)
+    gamma = check_probability("gamma", gamma)
+    rewards = np.where(mask, rewards, 0.0)
+    returns = np.zeros_like(rewards, dtype=np.float64)
+    following = np.zeros(rewards.shape[1])
+    for t in range(len(rewards) - 1, -1, -1):  # padding rewards are 0, so nothing leaks back
+        following = rewards[t] + gamma * following
+        returns[t] = following
+    weights = returns if reward_to_go else np.broadcast_to(returns[0], returns.shape).copy()
+    weights = np.where(mask, weights, 0.0)
+    if baseline:
+        count = mask.sum(axis=1, keepdims=True)
+        total = weights.sum(axis=1, keepdims=True)
+        others = count - mask
+        b = np.divide(total - weights, others, out=np.zeros_like(weights), where=others > 0)
+        weights = np.where(mask, weights - b, 0.0)
+    return weights
+
+
+def reinforce_loss(logits, actions, weights, mask=None):
+    """Surrogate loss ``-sum_{t, i} mask * log pi(a | s) * Psi / N`` whose gradient is ``-grad J``.
+
+    ``logits [T, N, A]`` (or ``[S, A]`` for steps already flattened, then ``N`` is 1),
+    ``actions`` and ``weights`` (and ``mask``) of the leading shape. ``weights`` are constants:
+    no gradient flows through them. Summing over time and averaging over the ``N`` episodes
+    is the Monte Carlo estimate of the policy-gradient theorem's expectation.
+    """
+    weights = as_float_array("weights", ad.stop_gradient(weights))
+    lead = np.shape(ad.stop_gradient(logits))[:-1]
+    check_shape("weights", weights, lead, against="logits without its last axis")
+    log_prob = categorical_log_prob(logits, actions)
+    if mask is not None:
+        mask = as_bool_array("mask", mask)
+        check_shape("mask", mask, lead, against="logits without its last axis")
+        weights = np.where(mask, weights, 0.0)
+    episodes = lead[1] if len(lead) == 2 else 1
+    return -ad.sum(log_prob * weights.astype(log_prob.dtype, copy=False)) / episodes
+
+
+def softmax_score(logits, actions) -> np.ndarray:
+    """``grad_logits log softmax(logits)[a] = e_a - pi``: ``[B, A]`` logits, ``[B]`` actions -> ``[B, A]``.
+
+    The score of a softmax policy with respect to its logits: one-hot of the taken action minus
+    the action probabilities. For a linear policy ``logits = s @ W`` the score for ``W`` is the
+    outer product ``s (e_a - pi)``. Each row sums to 0.
+    """
+    logits = as_float_array("logits", logits, ndim=2)
+    actions = as_int_array("actions", actions, 0, logits.shape[1])
+    check_shape("actions", actions, logits.shape[:1], against="[B] for logits [B, A]")
+    score = -ad.softmax(logits)
+    score[np.arange(len(actions)), actions] += 1.0
+    return score
+
+
+def policy_gradient_estimate(model, params, obs, actions, weights, mask, per_episode: bool = False):
+    """The REINFORCE estimate of ``grad J`` (ascent direction) from a batch of episodes.
+
+    ``obs [T, N, ...]``, ``actions``, ``weights`` (from :func:`reinforce_weights`) and ``mask``
+    ``[T, N]``; ``model(params, obs [B, ...]) -> logits [B, A]``. Returns a tree like ``params``
+    (the batch mean), or with ``per_episode=True`` an array ``[N, P]`` of each episode's own
+    estimate flattened in ``tree_leaves`` order, for measuring the estimator's variance.
+    """
+    weights = as_float_array("weights", weights, ndim=2)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, weights.shape, against="weights")
+    obs = np.asarray(obs)
+    check_shape("obs", obs, (*weights.shape, *obs.shape[2:]), against="[T, N, ...] like weights")
+
+    def loss(p, o, a, w):
+        return reinforce_loss(model(p, o), a, w)
+
+    grad_fn = ad.grad(loss)
+    if not per_episode:
+        grads = grad_fn(params, obs[mask], actions[mask], weights[mask] / weights.shape[1])
+        return ad.tree_map(lambda g: -g, grads)
+    rows = []
+    for i in range(weights.shape[1]):
+        steps = mask[:, i]
+        grads = grad_fn(params, obs[steps, i], actions[steps, i], weights[steps, i])
+        rows.append(-np.concatenate([np.ravel(g) for g in ad.tree_leaves(grads)]))
+    return np.stack(rows)
+
+
+def collect_episodes(env, model, params, rng: np.random.Generator, obs=None):
+    """Run every copy of ``env`` until each has finished one episode; sample from softmax logits.
+
+    Returns ``(obs [T, n, ...], actions [T, n], rewards [T, n], mask [T, n], next_obs)`` with
+    episodes as columns (see the module docstring) and ``next_obs`` the observation to continue
+    from. Starts from ``obs`` if given (each copy must be at an episode start), else from
+    ``env.reset()``. Copies that finish early keep stepping until the last one is done; those
+    steps belong to their next episode and are masked out and discarded.
+    """
+    if obs is None:
+        obs = env.reset()
+    n = env.n
+    running = np.ones(n, dtype=bool)
+    all_obs, all_actions, all_rewards, all_mask = [], [], [], []
+    while running.any():
+        actions = categorical_sample(model(params, obs), rng)
+        step = env.step(actions)
+        all_obs.append(obs)
+        all_actions.append(actions)
+        all_rewards.append(step.reward)
+        all_mask.append(running.copy())
+        running &= ~(step.terminated | step.truncated)
+        obs = step.obs
+    # The copies finished at different times, so most are mid-episode now: start all afresh.
+    return (np.stack(all_obs), np.stack(all_actions), np.stack(all_rewards), np.stack(all_mask),
+            env.reset())
+
+
+@dataclass
+class ReinforceResult:
+    """What :func:`reinforce` returns.
+
+    ``episode_returns [E]`` undiscounted returns of the training episodes in batch order;
+    ``losses [U]`` the surrogate loss and ``grad_norms [U]`` the gradient norm (before
+    clipping) of each update.
+    """
+
+    params: object
+    episode_returns: np.ndarray
+    losses: np.ndarray
+    grad_norms: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+
+def _loss(params, model, obs, actions, weights, episodes):
+    return reinforce_loss(model(params, obs), actions, weights) * (1.0 / episodes)
+
+
+@single_thread_blas()
+def reinforce(env, model, params, episodes: int, lr: float = 1e-2, gamma: float = 0.99,
+              baseline: bool = True, reward_to_go: bool = True, max_grad_norm: float | None = None,
+              seed: int = 0, callback=None, progress: bool | None = None,
+              dtype=np.float32) -> ReinforceResult:
+    """Train ``model(params, obs) -> logits [n, A]`` with REINFORCE for ``episodes`` episodes.
+
+    Each update runs every copy of ``env`` for one whole episode (so ``env.n`` episodes per
+    update; ``episodes`` is rounded up to a multiple of it), weights each step's
+    ``log pi(a_t | s_t)`` by :func:`reinforce_weights` and takes one Adam step of size ``lr``
+    on :func:`reinforce_loss`. ``callback(info)`` after each update gets ``update``, ``params``
+    and ``episode_returns`` (so far); returning ``False`` stops. Same ``seed``, same result.
+    """
+    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, (int, np.integer)) \
+            or episodes < 1:
+        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
+    gamma = check_probability("gamma", gamma)
+    if max_grad_norm is not None and not max_grad_norm > 0:
+        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm}")
+    if not callable(model):
+        raise TypeError(f"model: expected a function (params, obs) -> logits, got {type(model).__name__}")
+    n = env.n
+    updates = -(-episodes // n)
+    rng = np.random.default_rng(seed)
+    layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
+    theta = {"theta": layout.flatten(layout.template)}
+    params = layout.tree(theta["theta"])
+    opt = Adam(lr=lr)
+    opt_state = opt.init(theta)
+    grad_fn = ad.value_and_grad(_loss)
+    returns, losses, norms = [], [], []
+    bar = Progress("reinforce", updates * n, progress)
+    obs = env.reset(seed=seed)
+    for update in range(updates):
+        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, params, rng, obs)
+        returns.extend(np.where(mask, b_rewards, 0.0).sum(axis=0).tolist())
+        weights = reinforce_weights(b_rewards, mask, gamma, reward_to_go, baseline)
+        loss, grads = grad_fn(params, model, b_obs[mask].astype(dtype, copy=False), b_actions[mask],
+                              weights[mask].astype(dtype), n)
+        grads = {"theta": layout.flatten(grads)}
+        if max_grad_norm is not None:
+            grads, norm = clip_by_global_norm(grads, max_grad_norm)
+        else:
+            norm = float(np.sqrt(np.sum(np.square(grads["theta"], dtype=np.float64))))
+        theta, opt_state = opt.step(theta, grads, opt_state)
+        params = layout.tree(theta["theta"])
+        losses.append(loss)
+        norms.append(norm)
+        bar.update((update + 1) * n, float(np.mean(returns[-20:])))
+        if callback is not None and callback(
+                {"update": update, "params": params, "episode_returns": returns}) is False:
+            break
+    bar.close()
+    settings = dict(episodes=episodes, lr=lr, gamma=gamma, baseline=baseline,
+                    reward_to_go=reward_to_go, max_grad_norm=max_grad_norm, seed=seed, n=n)
+    return ReinforceResult(params, np.array(returns), np.array(losses), np.array(norms), settings)

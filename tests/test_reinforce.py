@@ -1,0 +1,140 @@
+"""REINFORCE: the weights (reward-to-go, leave-one-out baseline), the softmax score, the
+estimator's unbiasedness and variance, bad input, and learning CartPole."""
+
+import numpy as np
+import pytest
+
+import rlcourse as rc
+from rlcourse import autodiff as ad
+from rlcourse.envs.cartpole import CartPole
+
+
+def _two_episodes():
+    rewards = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 100.0]])  # 100 is padding of episode 1
+    mask = np.array([[True, True], [True, True], [True, False]])
+    return rewards, mask
+
+
+def test_weights_by_hand():
+    rewards, mask = _two_episodes()
+    # gamma 0.5: episode 0 has G = [1.75, 1.5, 1], episode 1 has G = [1.5, 1].
+    full = rc.reinforce_weights(rewards, mask, 0.5, reward_to_go=False, baseline=False)
+    np.testing.assert_allclose(full, [[1.75, 1.5], [1.75, 1.5], [1.75, 0.0]])
+    rtg = rc.reinforce_weights(rewards, mask, 0.5, reward_to_go=True, baseline=False)
+    np.testing.assert_allclose(rtg, [[1.75, 1.5], [1.5, 1.0], [1.0, 0.0]])
+    # Leave-one-out baseline: the other episode's G at the same t (none running at t = 2).
+    based = rc.reinforce_weights(rewards, mask, 0.5, reward_to_go=True, baseline=True)
+    np.testing.assert_allclose(based, [[0.25, -0.25], [0.5, -0.5], [1.0, 0.0]])
+
+
+def _pool(n=300, seed=0):
+    """Episodes of a fixed linear-softmax policy on CartPole (short ones: it is untrained)."""
+    model = lambda p, o: rc.linear(p, o)
+    params = rc.linear_init(4, 2, seed=seed, scale=0.5, dtype=np.float64)
+    env = CartPole(n=n, seed=seed)
+    obs, actions, rewards, mask, _ = rc.collect_episodes(env, model, params,
+                                                         np.random.default_rng(seed))
+    return model, params, obs.astype(np.float64), actions, rewards, mask
+
+
+def _per_episode(weights_fn, pool):
+    model, params, obs, actions, rewards, mask = pool
+    weights = weights_fn(rewards, mask, actions)
+    return rc.policy_gradient_estimate(model, params, obs, actions, weights, mask, per_episode=True)
+
+
+def _assert_same_mean(a, b, z=4.5):
+    """Paired test: every component of mean(a - b) within z standard errors of zero."""
+    d = a - b
+    se = d.std(axis=0, ddof=1) / np.sqrt(len(d))
+    worst = np.max(np.abs(d.mean(axis=0)) / se)
+    assert worst < z, f"estimators differ in mean by {worst:.1f} standard errors"
+
+
+def _weights(rtg, baseline):
+    return lambda r, m, a: rc.reinforce_weights(r, m, 0.99, reward_to_go=rtg, baseline=baseline)
+
+
+def test_reward_to_go_and_baseline_keep_the_mean_and_cut_the_variance():
+    pool = _pool()
+    full = _per_episode(_weights(False, False), pool)
+    rtg = _per_episode(_weights(True, False), pool)
+    based = _per_episode(_weights(True, True), pool)
+    _assert_same_mean(full, rtg)
+    _assert_same_mean(rtg, based)
+    var = [g.var(axis=0).sum() for g in (full, rtg, based)]
+    assert var[0] > 2 * var[1] > 0 and var[1] > 1.3 * var[2] > 0, var
+
+
+def test_planted_bug_action_dependent_baseline_is_caught():
+    pool = _pool()
+    rtg = _per_episode(_weights(True, False), pool)
+    # "Baseline" that looks at the action taken: it biases the gradient.
+    biased = _per_episode(lambda r, m, a: rc.reinforce_weights(r, m, 0.99) - 5.0 * a * m, pool)
+    with pytest.raises(AssertionError, match="standard errors"):
+        _assert_same_mean(rtg, biased)
+
+
+def test_batch_estimate_is_the_mean_of_per_episode_estimates_and_minus_the_loss_gradient():
+    model, params, obs, actions, rewards, mask = _pool(n=20)
+    weights = rc.reinforce_weights(rewards, mask)
+    batch = rc.policy_gradient_estimate(model, params, obs, actions, weights, mask)
+    per = rc.policy_gradient_estimate(model, params, obs, actions, weights, mask, per_episode=True)
+    flat = np.concatenate([np.ravel(g) for g in ad.tree_leaves(batch)])
+    np.testing.assert_allclose(flat, per.mean(axis=0), rtol=1e-10, atol=1e-12)
+    g = ad.grad(lambda p: rc.reinforce_loss(model(p, obs), actions, weights, mask))(params)
+    np.testing.assert_allclose(g["w"], -batch["w"], rtol=1e-10, atol=1e-12)
+
+
+def test_softmax_score_is_the_gradient_of_log_pi():
+    rng = np.random.default_rng(0)
+    logits, actions = rng.normal(size=(5, 3)), rng.integers(0, 3, 5)
+    score = rc.softmax_score(logits, actions)
+    # Rows are independent, so row i of the gradient of the summed log-probs is row i's score.
+    g = ad.grad(lambda p: ad.sum(rc.categorical_log_prob(p["z"], actions)))({"z": logits})["z"]
+    np.testing.assert_allclose(score, g, atol=1e-12)
+    np.testing.assert_allclose(score.sum(axis=1), 0.0, atol=1e-12)
+
+
+def test_bad_input_raises():
+    rewards, mask = _two_episodes()
+    with pytest.raises(ValueError, match="rewards"):
+        rc.reinforce_weights(np.where(mask, rewards, np.nan), mask)
+    with pytest.raises(ValueError, match="mask"):
+        rc.reinforce_weights(rewards, mask[:2])
+    with pytest.raises(ValueError, match="mask"):
+        rc.reinforce_weights(rewards, np.array([[True, True], [False, True], [True, False]]))
+    with pytest.raises(ValueError, match="gamma"):
+        rc.reinforce_weights(rewards, mask, gamma=-0.1)
+    with pytest.raises(ValueError, match="actions"):
+        rc.softmax_score(np.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match="logits"):
+        rc.softmax_score(np.array([[0.0, np.nan]]), np.array([0]))
+    with pytest.raises(ValueError, match="weights"):
+        rc.reinforce_loss(np.zeros((3, 2)), np.zeros(3, int), np.zeros(4))
+    with pytest.raises(ValueError, match="actions"):
+        rc.reinforce_loss(np.zeros((3, 2)), np.array([0, 1, 2]), np.zeros(3))
+    with pytest.raises(ValueError, match="episodes"):
+        rc.reinforce(CartPole(), lambda p, o: rc.linear(p, o), rc.linear_init(4, 2), 0)
+
+
+def _model(p, o):
+    return rc.mlp(p, o, "tanh")
+
+
+def test_same_seed_same_bits():
+    runs = [rc.reinforce(CartPole(n=4), _model, rc.mlp_init([4, 8, 2], seed=0, out_scale=0.01), 16,
+                         seed=s) for s in (3, 3, 4)]
+    np.testing.assert_array_equal(runs[0].episode_returns, runs[1].episode_returns)
+    np.testing.assert_array_equal(runs[0].losses, runs[1].losses)
+    assert not np.array_equal(runs[0].episode_returns, runs[2].episode_returns)
+
+
+def test_reinforce_solves_cartpole():
+    """CartPole-v1 counts as solved at a mean of 475 (of 500) over recent episodes. 800
+    episodes in batches of 16 (50 updates) is the lesson's budget; on seeds 0-3 the mean of
+    20 consecutive training episodes first reached 475 after 530-620 episodes."""
+    res = rc.reinforce(CartPole(n=16), _model, rc.mlp_init([4, 32, 2], seed=0, out_scale=0.01), 800,
+                       lr=1e-2, seed=0)
+    assert len(res.episode_returns) == 800
+    assert res.episode_returns[-20:].mean() >= 475
