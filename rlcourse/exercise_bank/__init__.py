@@ -10,3 +10,4 @@ from . import tabular_td  # noqa: F401
 from . import preference  # noqa: F401
 from . import llm  # noqa: F401
 from . import deep  # noqa: F401
+from . import deep_value  # noqa: F401
