@@ -98,8 +98,8 @@ def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 
         grads = {"theta": layout.flatten(grads)}
         if max_grad_norm is not None:
             grads, _ = clip_by_global_norm(grads, max_grad_norm)
-        theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
-        params = layout.tree(theta["theta"])
+        new_theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
+        theta["theta"][...] = new_theta["theta"]  # params are views of it: now updated
         stats["explained_variance"] = explained_variance(data.values.reshape(batch),
                                                          returns.reshape(batch))
         if not log.end_update(params, update, **stats):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import autodiff as ad
 from .._checks import check_probability
-from ..nn import mlp, mlp_init
+from ..nn import mlp_init
 from ..optim import Adam, clip_by_global_norm
 from ..returns import _gae
 from .rollout import collect_rollout, explained_variance
@@ -105,7 +105,18 @@ def _ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, c
 
 def actor_critic_model(params: dict, obs):
     """``(logits [B, A], values [B])`` from separate ``params["actor"]`` and ``params["critic"]`` MLPs."""
-    return mlp(params["actor"], obs), ad.reshape(mlp(params["critic"], obs), (-1,))
+    return _tanh_mlp(params["actor"], obs), ad.reshape(_tanh_mlp(params["critic"], obs), (-1,))
+
+
+def _tanh_mlp(layers: list, x):
+    """:func:`rlcourse.mlp` with tanh, minus its per-call checks (this runs once per env step
+    and per minibatch); plain numpy ``tanh`` when the weights are arrays (rollouts), the traced
+    op when they are being differentiated."""
+    tanh = np.tanh if isinstance(layers[0]["w"], np.ndarray) else ad.tanh
+    for layer in layers[:-1]:
+        x = tanh(x @ layer["w"] + layer["b"])
+    last = layers[-1]
+    return x @ last["w"] + last["b"]
 
 
 def make_actor_critic(obs_dim: int, num_actions: int, hidden=(64, 64), seed=0, dtype=np.float32):
@@ -205,8 +216,8 @@ def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epoc
                 grads = {"theta": layout.flatten(grads)}
                 if max_grad_norm is not None:
                     grads, _ = clip_by_global_norm(grads, max_grad_norm)
-                theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
-                params = layout.tree(theta["theta"])
+                new_theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
+                theta["theta"][...] = new_theta["theta"]  # params are views of it: now updated
                 for key, value in stats.items():
                     sums[key] += value
                 steps_taken += 1

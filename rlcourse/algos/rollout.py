@@ -61,7 +61,7 @@ def policy_step(model, params, obs, rng: np.random.Generator):
         raise ValueError("logits: the policy produced NaN or infinite logits (diverged network)")
     u = rng.random(len(logits)) * total
     actions = np.minimum((u[:, None] >= cdf).sum(axis=1), logits.shape[1] - 1)
-    picked = np.take_along_axis(shifted, actions[:, None], axis=1)[:, 0]
+    picked = shifted[np.arange(len(actions)), actions]
     log_probs = picked - np.log(total)
     return actions, log_probs, np.asarray(values).reshape(len(logits))
 

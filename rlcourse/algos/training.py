@@ -116,7 +116,8 @@ class TrainingLog:
         self.progress.update(self.steps, mean_return)
         if self.callback is None:
             return True
-        info = {"update": update, "steps": self.steps, "params": params,
+        # a copy: the trainer updates its parameters in place, and a callback may keep these
+        info = {"update": update, "steps": self.steps, "params": tree_map(np.copy, params),
                 "mean_return": mean_return, "episode_returns": self.episode_returns(), **diagnostics}
         return self.callback(info) is not False
 
