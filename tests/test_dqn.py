@@ -1,6 +1,7 @@
 """DQN: targets (terminal vs truncation, Double DQN), Huber, the replay buffer, what the loop
 stores, determinism, bad input, and learning CartPole on three seeds."""
 
+import inspect
 import sys
 
 import numpy as np
@@ -209,3 +210,8 @@ def test_dqn_solves_cartpole_within_50k_steps(seed):
     res = rc.dqn(CartPole(), model, rc.mlp_init([4, 64, 64, 2], seed=seed), 50_000,
                  **rc.DQN_CARTPOLE, seed=seed, callback=check)
     assert max(best) >= 475, f"best evaluation {max(best)} over {res.steps} steps"
+
+
+def test_defaults_are_the_cartpole_preset():
+    defaults = {k: v.default for k, v in inspect.signature(rc.dqn).parameters.items()}
+    assert {k: defaults[k] for k in rc.DQN_CARTPOLE} == rc.DQN_CARTPOLE

@@ -22,7 +22,9 @@ from .training import FlatParams, Progress, single_thread_blas
 
 __all__ = ["ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss", "huber"]
 
-# Settings that solve CartPole-v1 within 50k steps, after the SB3 zoo's CartPole DQN. Note the
+# Settings that solve CartPole-v1 within 50k steps, after the SB3 zoo's CartPole DQN, for a
+# 4-64-64-2 ReLU network (the zoo's is 256-256; 64-64 reached a greedy score of 475 within 50k
+# steps on each of seeds 0-5 we ran, at well under half the compute). Note the
 # target update: the zoo's "10" counts environment steps, and SB3 updates the target only
 # between training phases, so the target stays frozen for a whole phase of 128 gradient steps.
 # ``target_update`` here counts gradient steps, so the equivalent is 128; with 10 gradient
