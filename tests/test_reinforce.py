@@ -116,6 +116,8 @@ def test_bad_input_raises():
         rc.reinforce_loss(np.zeros((3, 2)), np.array([0, 1, 2]), np.zeros(3))
     with pytest.raises(ValueError, match="episodes"):
         rc.reinforce(CartPole(), lambda p, o: rc.linear(p, o), rc.linear_init(4, 2), 0)
+    with pytest.raises(ValueError, match="model"):
+        rc.reinforce(CartPole(), lambda p, o: (rc.linear(p, o), o[:, 0]), rc.linear_init(4, 2), 4)
 
 
 def _model(p, o):

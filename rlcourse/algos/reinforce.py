@@ -223,6 +223,11 @@ def reinforce(env, model, params, episodes: int, lr: float = 1e-2, gamma: float 
     returns, losses, norms = [], [], []
     bar = Progress("reinforce", updates * n, progress)
     obs = env.reset(seed=seed)
+    logits = model(params, obs)
+    if isinstance(logits, tuple) or np.shape(logits) != (n, env.num_actions):
+        got = "a tuple" if isinstance(logits, tuple) else f"shape {np.shape(logits)}"
+        raise ValueError(f"model: expected logits of shape {(n, env.num_actions)} ([n, num_actions]), "
+                         f"got {got}; REINFORCE's model returns logits only")
     for update in range(updates):
         b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, params, rng, obs)
         returns.extend(np.where(mask, b_rewards, 0.0).sum(axis=0).tolist())
