@@ -25,7 +25,6 @@ import tracemalloc  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rlcourse as rc  # noqa: E402
-from rlcourse.algos.evaluate import evaluate, greedy_policy  # noqa: E402
 
 MARK = 475.0
 CONFIGS = {
@@ -50,7 +49,7 @@ def run_ours(settings, seed):
     result = rc.ppo(rc.CartPole(n=8, seed=seed), model, params, seed=seed, progress=False,
                     callback=note_mark, **settings)
     total_wall, total_cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
-    score = evaluate(rc.CartPole(n=1), greedy_policy(model, result.params), episodes=10,
+    score = rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, result.params), episodes=10,
                      seed=1000 + seed).mean
     return dict(marks, total_wall=total_wall, total_cpu=total_cpu, eval=score)
 

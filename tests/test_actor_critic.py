@@ -5,7 +5,6 @@ import pytest
 
 import rlcourse as rc
 from rlcourse import autodiff as ad
-from rlcourse.algos.evaluate import evaluate, greedy_policy
 
 
 def _problem():
@@ -80,5 +79,5 @@ def test_a2c_learns_cartpole():
     """The preset's greedy policy reaches CartPole's solved mark of 475 (of the 500 maximum)."""
     model, params = rc.make_actor_critic(4, 2, seed=0)
     result = rc.actor_critic(rc.CartPole(n=8, seed=0), model, params, seed=0, **rc.A2C_CARTPOLE)
-    assert evaluate(rc.CartPole(n=1), greedy_policy(model, result.params), episodes=10,
+    assert rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, result.params), episodes=10,
                     seed=1000).mean >= 475

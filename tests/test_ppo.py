@@ -7,7 +7,6 @@ import pytest
 
 import rlcourse as rc
 from rlcourse import autodiff as ad
-from rlcourse.algos.evaluate import evaluate, greedy_policy
 
 # the module, not the function `ppo` that rlcourse.algos re-exports under the same name
 ppo_module = importlib.import_module("rlcourse.algos.ppo")
@@ -218,7 +217,7 @@ def test_bad_arguments_raise():
 # ---- learning: thresholds from the task (CartPole-v1 is capped at 500)
 
 def _greedy_eval(model, params):
-    return evaluate(rc.CartPole(n=1), greedy_policy(model, params), episodes=10, seed=1000)
+    return rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, params), episodes=10, seed=1000)
 
 
 def test_ppo_solves_cartpole_with_200k_steps():
@@ -235,3 +234,15 @@ def test_ppo_cartpole_preset(seed):
     assert result.steps[-1] <= 50_000
     assert np.nanmax(result.mean_returns) >= 475.0  # mean of the last 20 training episodes
     assert _greedy_eval(model, result.params).mean == 500.0
+
+
+def test_callback_params_are_snapshots_and_dtype_option(capsys):
+    kept = []
+    model, params = rc.make_actor_critic(4, 2, seed=0, dtype=np.float64)
+    result = rc.ppo(rc.CartPole(n=2, seed=0), model, params, total_steps=256, rollout=32,
+                    epochs=2, minibatch=32, dtype=np.float64, progress=True,
+                    callback=lambda info: kept.append(info["params"]))
+    assert result.params["actor"][0]["w"].dtype == np.float64
+    first, last = ad.tree_leaves(kept[0]), ad.tree_leaves(result.params)
+    assert any(not np.array_equal(a, b) for a, b in zip(first, last))  # not mutated afterwards
+    assert "ppo:" in capsys.readouterr().err  # progress forced on

@@ -19,7 +19,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import rlcourse as rc
-from rlcourse.algos.evaluate import evaluate, greedy_policy
 
 SEED = 0
 rng = np.random.default_rng(SEED)
@@ -232,7 +231,8 @@ print(rc.A2C_CARTPOLE)
 model, params = rc.make_actor_critic(4, 2, seed=SEED)
 a2c = rc.actor_critic(rc.CartPole(n=8, seed=SEED), model, params, seed=SEED, progress=False,
                       **rc.A2C_CARTPOLE)
-a2c_eval = evaluate(rc.CartPole(n=1), greedy_policy(model, a2c.params), episodes=10, seed=SEED + 100)
+a2c_eval = rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, a2c.params), episodes=10,
+                       seed=SEED + 100)
 
 # %% tags=["nbval-ignore-output"]
 print(f"{a2c.updates} updates in {a2c.wall_time:.1f} s; best mean of 20 training episodes "

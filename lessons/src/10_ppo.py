@@ -19,7 +19,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import rlcourse as rc
-from rlcourse.algos.evaluate import evaluate, greedy_policy
 
 SEED = 0
 rng = np.random.default_rng(SEED)
@@ -254,8 +253,8 @@ model, params = rc.make_actor_critic(4, 2, hidden=(64, 64), seed=SEED)
 result = rc.ppo(rc.CartPole(n=8, seed=SEED), model, params, seed=SEED, progress=False,
                 **rc.PPO_CARTPOLE)
 solved_at = result.steps[np.argmax(result.mean_returns >= 475)]
-evaluation = evaluate(rc.CartPole(n=1), greedy_policy(model, result.params), episodes=10,
-                      seed=SEED + 100)
+evaluation = rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, result.params),
+                         episodes=10, seed=SEED + 100)
 
 # %% tags=["nbval-ignore-output"]
 print(f"{result.updates} updates in {result.wall_time:.1f} s; mean of the last 20 training "
