@@ -5,21 +5,21 @@
 
 __version__ = "0.1.0"
 
-from .autodiff import *  # noqa: E402,F401,F403
-from .nn import *  # noqa: E402,F401,F403
-from .optim import *  # noqa: E402,F401,F403
 from . import exercises  # noqa: E402,F401
-from .envs import *  # noqa: E402,F401,F403
-from .search import *  # noqa: E402,F401,F403
-from .sampling import *  # noqa: E402,F401,F403
-from .returns import *  # noqa: E402,F401,F403
-from .distributions import *  # noqa: E402,F401,F403
-from .preference import *  # noqa: E402,F401,F403
-from .dp import *  # noqa: E402,F401,F403
+from .algos import *  # noqa: E402,F401,F403
+from .autodiff import *  # noqa: E402,F401,F403
 from .bandits import *  # noqa: E402,F401,F403
-from .tabular import *  # noqa: E402,F401,F403
+from .distributions import *  # noqa: E402,F401,F403
+from .dp import *  # noqa: E402,F401,F403
+from .envs import *  # noqa: E402,F401,F403
+from .importance import *  # noqa: E402,F401,F403
 from .llm import *  # noqa: E402,F401,F403
 from .lm import *  # noqa: E402,F401,F403
-from .importance import *  # noqa: E402,F401,F403
-from .algos import *  # noqa: E402,F401,F403
+from .nn import *  # noqa: E402,F401,F403
+from .optim import *  # noqa: E402,F401,F403
 from .plot import *  # noqa: E402,F401,F403
+from .preference import *  # noqa: E402,F401,F403
+from .returns import *  # noqa: E402,F401,F403
+from .sampling import *  # noqa: E402,F401,F403
+from .search import *  # noqa: E402,F401,F403
+from .tabular import *  # noqa: E402,F401,F403

@@ -3,11 +3,13 @@
 One module per part of the course; each calls ``register`` at import time.
 """
 
-from . import foundations  # noqa: F401
-from . import search  # noqa: F401
-from . import tabular_dp  # noqa: F401
-from . import tabular_td  # noqa: F401
-from . import preference  # noqa: F401
-from . import llm  # noqa: F401
-from . import deep  # noqa: F401
-from . import deep_value  # noqa: F401
+from . import (
+    deep,  # noqa: F401
+    deep_value,  # noqa: F401
+    foundations,  # noqa: F401
+    llm,  # noqa: F401
+    preference,  # noqa: F401
+    search,  # noqa: F401
+    tabular_dp,  # noqa: F401
+    tabular_td,  # noqa: F401
+)

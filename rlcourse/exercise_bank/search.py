@@ -81,7 +81,8 @@ def _best_of_n_explain(case: Case, got, expected) -> str | None:
         scores = np.asarray(got[2], dtype=float)
         if got[1] == int(np.argmin(expected.scores)):
             return "you picked the lowest score: best-of-n keeps the candidate the reward likes most"
-        if scores.shape == expected.scores.shape and got[1] != expected.index and \
+        index_ok = isinstance(got[1], (int, np.integer)) and 0 <= got[1] < len(expected.scores)
+        if index_ok and scores.shape == expected.scores.shape and got[1] != expected.index and \
                 expected.scores[got[1]] == expected.scores.max():
             return "on a tie keep the first candidate (np.argmax does), so results are reproducible"
     return None
