@@ -23,7 +23,9 @@ from .training import FlatParams, TrainingLog, single_thread_blas
 
 __all__ = ["actor_critic", "actor_critic_loss", "A2C_CARTPOLE"]
 
-# Settings that solve CartPole-v1 within 100k steps (chosen on this course's CartPole).
+# Settings chosen on this course's CartPole-v1: with them the mean of 20 training episodes
+# reaches 500 within 100k steps on seeds 0, 1 and 2. A2C is unstable, though: the policy at the
+# end of a run can be worse than its best (seed 1's final greedy policy scores about 170).
 A2C_CARTPOLE = dict(total_steps=100_000, rollout=8, lr=1e-3, gamma=0.99, lam=0.95, ent_coef=0.0)
 
 
