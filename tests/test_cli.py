@@ -101,3 +101,13 @@ def test_check_command_times_lessons_and_fails_on_an_error(tmp_path):
     assert re.search(r"01_good.ipynb \.\.\.\s+[0-9.]+ s  ok", proc.stdout)
     assert "02_bad.ipynb" in proc.stdout and "planted failure" in proc.stdout
     assert "1/2 lessons ran cleanly" in proc.stdout
+
+
+def test_readme_library_example_runs():
+    code = re.search(r"```python\n(.+?)\n```", (TOP / "README.md").read_text(encoding="utf-8"),
+                     re.S).group(1)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["score"].mean == 500.0  # CartPole-v1's maximum: the preset solves it
+    adv, terminated = namespace["adv"], namespace["terminated"]
+    assert adv[1, 0] == 1.0  # the terminal step's advantage is its reward alone
