@@ -109,5 +109,5 @@ def test_readme_library_example_runs():
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["score"].mean == 500.0  # CartPole-v1's maximum: the preset solves it
-    adv, terminated = namespace["adv"], namespace["terminated"]
+    adv = namespace["adv"]
     assert adv[1, 0] == 1.0  # the terminal step's advantage is its reward alone
