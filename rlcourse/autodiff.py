@@ -523,23 +523,30 @@ def _rebuild(like: list | tuple, items: list):
     return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
-def _wrap_params(tree, path: str):
-    """Check every leaf is a finite float array and wrap it in a leaf Tensor."""
+def _wrap_params(tree, root: str, path: tuple = ()):
+    """Check every leaf is a finite float array and wrap it in a leaf Tensor.
+
+    ``path`` holds the keys down to this node; it is turned into text only for an error message.
+    """
     if isinstance(tree, dict):
-        return {k: _wrap_params(v, f"{path}[{k!r}]") for k, v in tree.items()}
+        return {k: _wrap_params(v, root, (*path, k)) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
-        wrapped = [_wrap_params(v, f"{path}[{i}]") for i, v in enumerate(tree)]
-        return _rebuild(tree, wrapped)
-    arr = np.asarray(tree)
-    if not np.issubdtype(arr.dtype, np.floating):
+        return _rebuild(tree, [_wrap_params(v, root, (*path, i)) for i, v in enumerate(tree)])
+    arr = tree if type(tree) is np.ndarray else np.asarray(tree)
+    if arr.dtype.kind != "f":
         raise TypeError(
-            f"{path}: parameters must be floating-point arrays, got dtype {arr.dtype} "
-            "(cast with .astype(np.float64))"
+            f"{_path_text(root, path)}: parameters must be floating-point arrays, got dtype "
+            f"{arr.dtype} (cast with .astype(np.float64))"
         )
     if not np.isfinite(arr).all():
-        raise ValueError(f"{path}: parameters contain NaN or inf ({int((~np.isfinite(arr)).sum())} "
-                         f"of {arr.size} entries); the gradient would be meaningless")
+        raise ValueError(f"{_path_text(root, path)}: parameters contain NaN or inf "
+                         f"({int((~np.isfinite(arr)).sum())} of {arr.size} entries); "
+                         "the gradient would be meaningless")
     return Tensor(arr)
+
+
+def _path_text(root: str, path: tuple) -> str:
+    return root + "".join(f"[{key!r}]" for key in path)
 
 
 # ---------------------------------------------------------------- value_and_grad
@@ -608,7 +615,10 @@ def _leaf_grad(leaf: Tensor, grads: dict) -> np.ndarray:
     g = grads.get(id(leaf))
     if g is None:
         return np.zeros_like(leaf.value)
-    return np.asarray(g, dtype=leaf.value.dtype).reshape(leaf.value.shape)
+    value = leaf.value
+    if type(g) is np.ndarray and g.dtype == value.dtype and g.shape == value.shape:
+        return g
+    return np.asarray(g, dtype=value.dtype).reshape(value.shape)
 
 
 def grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
