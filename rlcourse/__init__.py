@@ -9,6 +9,7 @@ from . import exercises  # noqa: E402,F401
 from .algos import *  # noqa: E402,F401,F403
 from .autodiff import *  # noqa: E402,F401,F403
 from .bandits import *  # noqa: E402,F401,F403
+from .blas import *  # noqa: E402,F401,F403
 from .distributions import *  # noqa: E402,F401,F403
 from .dp import *  # noqa: E402,F401,F403
 from .envs import *  # noqa: E402,F401,F403

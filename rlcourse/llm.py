@@ -25,7 +25,7 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_float_array, as_int_array, check_shape
-from .algos.training import single_thread_blas
+from .blas import single_thread_blas
 
 __all__ = [
     "token_log_probs", "sequence_log_prob", "completion_mask", "exact_kl", "sampled_log_ratio",

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_int_array, check_shape
-from .algos.training import single_thread_blas
+from .blas import single_thread_blas
 from .llm import completion_mask, sequence_log_prob, token_log_probs
 from .nn import linear_init
 from .optim import Adam

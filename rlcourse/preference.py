@@ -29,6 +29,7 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_float_array, as_int_array, check_shape
+from .blas import single_thread_blas
 from .llm import exact_kl, kl_estimate, ppo_clip_loss, token_log_probs
 from .lm import Tokenizer, completion_log_prob, generate, lm_logits
 from .optim import Adam
@@ -353,6 +354,7 @@ class PreferenceTraining(NamedTuple):
     margins: np.ndarray
 
 
+@single_thread_blas()
 def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta: float = 0.1,
                          tau: float = 0.1, label_smoothing: float = 0.0, steps: int = 200,
                          lr: float = 1e-3, batch: int = 64, seed=0) -> PreferenceTraining:
@@ -500,6 +502,7 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     return policy, opt_state, stats
 
 
+@single_thread_blas()
 def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int = 8,
                prompts_per_step: int = 16, kl_coef: float = 0.04, lr: float = 5e-3, seed=0,
                max_new: int = 4, epochs: int = 1, clip: float = 0.2,

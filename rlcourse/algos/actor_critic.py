@@ -16,10 +16,11 @@ import numpy as np
 
 from .. import autodiff as ad
 from .._checks import check_probability
+from ..blas import single_thread_blas
 from ..optim import Adam, clip_by_global_norm
 from ..returns import _gae
 from .rollout import collect_rollout, explained_variance
-from .training import FlatParams, TrainingLog, single_thread_blas
+from .training import FlatParams, TrainingLog
 
 __all__ = ["actor_critic", "actor_critic_loss", "A2C_CARTPOLE"]
 

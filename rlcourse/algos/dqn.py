@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import autodiff as ad
 from .._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+from ..blas import single_thread_blas
 from ..optim import Adam, clip_by_global_norm, linear_schedule
-from .training import FlatParams, Progress, single_thread_blas
+from .training import FlatParams, Progress
 
 __all__ = ["ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss", "huber"]
 

@@ -19,11 +19,12 @@ import numpy as np
 
 from .. import autodiff as ad
 from .._checks import check_probability
+from ..blas import single_thread_blas
 from ..nn import mlp_init
 from ..optim import Adam, clip_by_global_norm
 from ..returns import _gae
 from .rollout import collect_rollout, explained_variance
-from .training import FlatParams, TrainingLog, single_thread_blas
+from .training import FlatParams, TrainingLog
 
 __all__ = [
     "ppo", "ppo_loss", "ppo_clip_objective", "make_actor_critic", "actor_critic_model",

@@ -28,9 +28,10 @@ import numpy as np
 
 from .. import autodiff as ad
 from .._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+from ..blas import single_thread_blas
 from ..distributions import categorical_log_prob, categorical_sample
 from ..optim import Adam, clip_by_global_norm
-from .training import FlatParams, Progress, single_thread_blas
+from .training import FlatParams, Progress
 
 __all__ = [
     "ReinforceResult", "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",

@@ -1,20 +1,17 @@
-"""Plumbing shared by the on-policy trainers: the result type, episode and diagnostics
-bookkeeping, a progress line, flat parameter vectors and single-threaded BLAS."""
+"""Plumbing shared by the trainers: the result type, episode and diagnostics bookkeeping, a
+progress line and flat parameter vectors."""
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ..autodiff import tree_leaves, tree_map
 
-__all__ = ["TrainResult", "TrainingLog", "Progress", "FlatParams", "single_thread_blas"]
+__all__ = ["TrainResult", "TrainingLog", "Progress", "FlatParams"]
 
 
 @dataclass
@@ -138,45 +135,6 @@ class TrainingLog:
 
 _DIAGNOSTICS = ("approx_kl", "clip_fraction", "entropy", "value_loss", "policy_loss",
                 "explained_variance")
-
-
-def _openblas_thread_functions():
-    """``(get, set)`` for the OpenBLAS bundled with numpy's wheels, or None if not found."""
-    root = Path(np.__file__).parent
-    candidates = [*root.parent.glob("numpy.libs/*openblas*"), *root.glob(".dylibs/*openblas*")]
-    for path in candidates:
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError:
-            continue
-        for suffix in ("64_", "_64_", ""):
-            for prefix in ("scipy_openblas", "openblas"):
-                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                if get is not None and set_ is not None:
-                    return get, set_
-    return None
-
-
-@contextmanager
-def single_thread_blas():
-    """Run the block with OpenBLAS on one thread, then restore its thread count.
-
-    The matrices of small RL networks (a few hundred rows by 64) are far too small to gain from
-    threads; on a busy machine BLAS threads spin and wait for cores, and a minibatch step becomes
-    tens of times slower. A no-op where numpy's OpenBLAS is not found (e.g. MKL builds).
-    """
-    functions = _openblas_thread_functions()
-    if functions is None:
-        yield
-        return
-    get, set_ = functions
-    before = int(get())
-    set_(1)
-    try:
-        yield
-    finally:
-        set_(before)
 
 
 class FlatParams:
