@@ -45,8 +45,8 @@ print(f"greedy, last 100 steps: optimal arm pulled {100 * greedy.optimal[late].m
 print(f"best possible mean reward: {env.means.max(axis=1).mean():.3f}")
 
 # %% [markdown]
-# Greedy pulls the optimal arm only about a third of the time, forever. Its estimates start
-# at 0; the first arm that pays something positive beats every untried arm's 0 and is never
+# Greedy pulls the optimal arm only the fraction of the time printed above (roughly a third,
+# as in Sutton & Barto's figure 2.2), and more steps do not help. Its estimates start at 0; the first arm that pays something positive beats every untried arm's 0 and is never
 # questioned again. A bad estimate of an arm you stop pulling can never be corrected, because
 # only pulling an arm produces data about it.
 
@@ -116,7 +116,7 @@ def epsilon_greedy_actions(Q, epsilon, rng):
 def run_epsilon_greedy(env, epsilon, steps, rng):
     """Rewards [steps, n] of epsilon-greedy with sample averages on every copy of env."""
     rows = np.arange(env.n)
-    Q, N = np.zeros((env.n, ARMS)), np.zeros((env.n, ARMS))
+    Q, N = np.zeros((env.n, env.num_actions)), np.zeros((env.n, env.num_actions))
     rewards = np.empty((steps, env.n))
     for t in range(steps):
         a = epsilon_greedy_actions(Q, epsilon, rng)
@@ -127,7 +127,7 @@ def run_epsilon_greedy(env, epsilon, steps, rng):
 
 
 mine = rc.Bandit(ARMS, n=RUNS, seed=1)
-my_rewards, my_Q = run_epsilon_greedy(mine, 0.1, STEPS, rng)
+my_rewards, _ = run_epsilon_greedy(mine, 0.1, STEPS, rng)
 print(f"your epsilon = 0.1, last 100 steps: mean reward {my_rewards[late].mean():.3f}, "
       f"optimal arm {100 * mine.optimal_pulls.sum() / (RUNS * STEPS):.1f}% over all steps")
 
@@ -247,7 +247,7 @@ for name, res in results.items():
           f"{100 * res.optimal[late].mean():20.1f}")
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3), dpi=72)
+fig, axes = plt.subplots(1, 2, figsize=(9, 3), dpi=72)
 for name, res in results.items():
     if "gradient" in name:
         continue
@@ -285,8 +285,8 @@ print("greedy < eps-greedy < optimistic, UCB; baseline beats no baseline: as exp
 
 # %% [markdown]
 # What to take away: some exploration beats none by a wide margin; $\varepsilon = 0.1$ finds
-# the best arm faster than $0.01$ but keeps paying for exploring, so over a long run the small
-# $\varepsilon$ catches up. Optimism and UCB explore *purposefully* and win on this stationary
+# the best arm faster than $0.01$ but keeps paying for exploring, so over a run much longer than
+# the 1000 steps here the small $\varepsilon$ catches up (Sutton & Barto, section 2.3). Optimism and UCB explore *purposefully* and win on this stationary
 # problem; optimism, though, only explores at the start, so it is useless if the arms drift.
 
 # %% [markdown]
@@ -296,7 +296,8 @@ print("greedy < eps-greedy < optimistic, UCB; baseline beats no baseline: as exp
 # |---|---|---|
 # | % optimal action stalls at about 1/3 | pure greedy with estimates starting at 0: locks onto the first arm that pays well | explore: $\varepsilon > 0$, optimism or UCB |
 # | greedy always starts with arm 0 | `argmax` breaks ties by the lowest index | break ties at random |
-# | estimates lag behind the true means forever | constant step size on a stationary problem, or dividing by $N$ before incrementing it | sample averages $1/N$ with $N$ counted *after* the pull |
+# | estimates keep jittering and never settle on a stationary problem | a constant step size $\alpha$ weights every new reward by $\alpha$, however many came before | sample averages, step $1/N$ |
+# | an estimate becomes `inf` or NaN on an arm's first pull | dividing by $N$ before incrementing it ($N = 0$) | count the pull first, then divide: the new reward is one of the $N$ |
 # | sample averages never adapt when the arms drift | $1/N$ weights old rewards as much as new ones | a constant step size $\alpha$ (exponential recency weighting) |
 # | UCB divides by zero or returns NaN | the bonus of an untried arm, $\sqrt{\ln t / 0}$ | score untried arms $+\infty$ (pull each once first) |
 # | gradient bandit with positive rewards crawls | no baseline: every pull pushes its own arm up | subtract the average reward |

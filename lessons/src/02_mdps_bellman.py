@@ -69,7 +69,7 @@ print("expected immediate reward of LEFT, DOWN, RIGHT, UP in the start state:",
 # reward, it is a linear system, one equation per state:
 # $$V^\pi = r_\pi + \gamma P_\pi V^\pi \quad\Longleftrightarrow\quad (I - \gamma P_\pi)V^\pi = r_\pi.$$
 # You can solve it exactly, or apply the right-hand side again and again: each application
-# shrinks the error by a factor $\gamma$.
+# shrinks the largest error over states by at least a factor $\gamma$.
 
 # %% [markdown]
 # ## Build it
@@ -243,6 +243,7 @@ titles = {"uniformly random": "random: drifts into the hole", "RIGHT or DOWN": "
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), dpi=72)
 for ax, (name, v) in zip(axes, values.items()):
     maze.plot(values=v, ax=ax, title=f"V of {titles[name]}")
+    ax.set(xlabel="column", ylabel="row")
 fig.tight_layout()
 plt.show()
 
@@ -251,12 +252,16 @@ plt.show()
 # from more than a few steps away; with $\gamma = 0.99$ the whole grid feels it.
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(11, 3), dpi=72)
+fig, axes = plt.subplots(1, 3, figsize=(9, 3), dpi=72)
 for ax, gamma in zip(axes, (0.5, 0.9, 0.99)):
     v = rc.policy_evaluation_exact(maze.P, maze.R, right_down, gamma, maze.terminal)
-    maze.plot(values=v, ax=ax, title=f"gamma = {gamma}: V(start) = {v[0]:+.3f}")
+    maze.plot(values=v, ax=ax)
+    ax.set_title(f"gamma = {gamma}: V(start) {v[0]:+.3f}", fontsize=9)
+    ax.set(xlabel="column")
+axes[0].set(ylabel="row")
 fig.suptitle("RIGHT-or-DOWN policy: a larger gamma lets the goal's reward reach further back",
-             fontsize=10, y=1.04)
+             fontsize=10)
+fig.tight_layout()
 plt.show()
 
 # %%
