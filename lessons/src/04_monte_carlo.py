@@ -67,9 +67,10 @@ print(f"{len(rewards)} steps, first states {states[:8]}, last reward {rewards[-1
 # $V^\pi(s) = \mathbb E_\pi[G_t \mid S_t = s]$ is an expectation, and an expectation can be
 # estimated by an average of samples. Run episodes with $\pi$; for each visit to $s$ compute
 # the return that followed,
-# $$G_t = r_{t+1} + \gamma r_{t+2} + \dots + \gamma^{T-t-1} r_T = r_{t+1} + \gamma G_{t+1},
+# $$G_t = r_t + \gamma r_{t+1} + \dots + \gamma^{T-1-t} r_{T-1} = r_t + \gamma G_{t+1},
 # \qquad G_T = 0,$$
-# backwards from the episode's end, and average them. Incrementally, after the $N(s)$-th return:
+# where $r_t$ is the reward of the step taken at time $t$ (`rewards[t]`, as in lesson 02) and
+# the episode ends after $T$ steps. Compute it backwards from the episode's end, and average. Incrementally, after the $N(s)$-th return:
 # $$V(s) \leftarrow V(s) + \frac{1}{N(s)}\big(G_t - V(s)\big).$$
 #
 # - **First-visit MC** uses only the return after the first visit to $s$ in each episode:
@@ -182,7 +183,7 @@ assert rms_mine < 0.05 and rms_ref < 0.05
 #
 # The invariants, asserted:
 #
-# 1. Returns satisfy $G_t = r_{t+1} + \gamma G_{t+1}$ with $G_T = 0$ after a terminal state.
+# 1. Returns satisfy $G_t = r_t + \gamma G_{t+1}$ with $G_T = 0$ after a terminal state.
 # 2. When no state repeats in an episode, first-visit and every-visit updates are identical.
 # 3. The estimate converges to the DP answer: its error falls as episodes accumulate.
 # 4. The same seed gives the same table, bit for bit.
@@ -241,10 +242,11 @@ start_returns = np.array(start_returns)
 sigma = start_returns.std()
 print(f"V(start) = {v_true[0]:.3f}; the sampled returns: mean {start_returns.mean():.3f}, "
       f"std {sigma:.3f}, from {start_returns.min():.3f} to {start_returns.max():.3f}")
+print(f"the std is {sigma / abs(v_true[0]):.1f} times |V(start)|")
 
 # %% [markdown]
-# One return says almost nothing: its standard deviation is many times the value you are
-# estimating. Split the 1000 returns into 20 independent runs of 50 episodes and watch the
+# One return says almost nothing: its standard deviation is the multiple of $|V(\text{start})|$
+# printed above. Split the 1000 returns into 20 independent runs of 50 episodes and watch the
 # spread of the running averages shrink like $\sigma / \sqrt N$:
 
 # %%
@@ -252,7 +254,7 @@ runs = start_returns.reshape(20, 50)
 running_means = np.cumsum(runs, axis=1) / np.arange(1, 51)
 n = np.arange(1, 51)
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3), dpi=72)
+fig, axes = plt.subplots(1, 2, figsize=(9, 3), dpi=72)
 axes[0].hist(start_returns, bins=40)
 axes[0].axvline(v_true[0], color="k", ls="--", label="V(start)")
 axes[0].set(xlabel="return G_0 of one episode", ylabel="episodes",
@@ -292,23 +294,27 @@ print(f"value of the start state: learned greedy policy {v_greedy[0]:.3f}, optim
 assert v_greedy[0] > 0.9 * v_star[0]
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), dpi=72)
-lake.plot(control.Q.max(axis=1), control.policy, ax=axes[0], title="MC control: max_a Q and greedy policy")
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), dpi=72)
+lake.plot(control.Q.max(axis=1), control.policy, ax=axes[0],
+          title="MC control: max_a Q, below V*")
 lake.plot(v_star, rc.value_iteration(lake.P, lake.R, 0.99, lake.terminal)[1], ax=axes[1],
-          title="Value iteration: V* and optimal policy")
+          title="Value iteration: V*, optimal policy")
+for ax in axes:
+    ax.set(xlabel="column", ylabel="row")
 plt.show()
 
 # %% [markdown]
 # The learned greedy policy comes close to optimal; its $Q$ values are lower than $V^*$ because
-# they are the values of the *exploring* policy, which slips into holes more often. Its success
-# rate while learning stays below the greedy policy's value for the same reason.
+# they are the values of the *exploring* policy, whose random moves take it into holes more
+# often. For the same reason the success rate while learning (printed above, undiscounted)
+# measures the exploring policy, not the greedy one you keep at the end.
 
 # %% [markdown]
 # ## Pitfalls
 #
 # | symptom | cause | fix |
 # |---|---|---|
-# | values far too large or small, growing with episode length | returns summed forwards ($G_t$ includes rewards *before* $t$) | compute $G_t = r_{t+1} + \gamma G_{t+1}$ backwards from the end |
+# | values far too large or small, growing with episode length | returns summed forwards ($G_t$ includes rewards *before* $t$) | compute $G_t = r_t + \gamma G_{t+1}$ backwards from the end |
 # | a state's estimate mixes two episodes | the first state of the next episode (`obs` after `done`) was appended to the finished one | the finished episode ends at `final_obs`; start a new list |
 # | MC control stops improving, some actions never tried | a greedy policy with ties broken by lowest index | an $\varepsilon$-soft policy, ties broken at random |
 # | estimates still noisy after many episodes | high variance of long returns | more episodes ($\sigma/\sqrt N$), or TD (lesson 05) |
@@ -325,10 +331,13 @@ plt.show()
 # 2. **Medium: $\varepsilon$-greedy probabilities.** Write `epsilon_greedy_probs(q, epsilon)`
 #    for `q [..., A]`: $\varepsilon/A$ for every action, plus $1-\varepsilon$ shared equally
 #    among the tied greedy actions.
-# 3. **Hard: how fast does MC converge?** Using the 1000 start-state returns above, estimate
-#    the slope of $\log(\text{spread})$ against $\log N$ over runs of up to 50 episodes (use
-#    more, shorter runs for a cleaner fit, e.g. 40 runs of 25). Theory says $-1/2$; check that
-#    your slope is within 0.15 of it.
+# 3. **Hard: how fast does MC converge?** Write `mc_spread_slope(returns, runs)`: split the
+#    sampled returns into `runs` independent runs of equal length, take each run's running mean
+#    after $N = 1, 2, \dots$ episodes, measure the spread (standard deviation across runs) at
+#    each $N$, and return the least-squares slope of $\log(\text{spread})$ against $\log N$.
+#    Theory says $-1/2$. The cell after the check applies it to the 1000 start-state returns
+#    above, as 40 runs of 25 (more, shorter runs give a cleaner fit), and asserts the slope is
+#    within 0.15 of $-1/2$.
 
 # %% tags=["solution"]
 def mc_returns(rewards, gamma, final_value=0.0):
@@ -354,12 +363,19 @@ def epsilon_greedy_probs(q, epsilon):
 assert rc.exercises.check("epsilon_greedy_probs", epsilon_greedy_probs)
 
 # %% tags=["solution"]
-short_runs = start_returns.reshape(40, 25)
-short_spread = (np.cumsum(short_runs, axis=1) / np.arange(1, 26)).std(axis=0)
-slope = np.polyfit(np.log(np.arange(1, 26)), np.log(short_spread), 1)[0]
-print(f"slope of log(spread) against log(N): {slope:.2f}")
+def mc_spread_slope(returns, runs):
+    per_run = np.asarray(returns, dtype=float).reshape(runs, -1)
+    N = np.arange(1, per_run.shape[1] + 1)
+    spread = (np.cumsum(per_run, axis=1) / N).std(axis=0)
+    return float(np.polyfit(np.log(N), np.log(spread), 1)[0])
+
 
 # %%
+assert rc.exercises.check("mc_spread_slope", mc_spread_slope)
+
+# %%
+slope = mc_spread_slope(start_returns, 40)
+print(f"slope of log(spread) against log(N), 40 runs of 25: {slope:.2f}")
 assert abs(slope + 0.5) < 0.15
 
 # %% [markdown]
@@ -368,7 +384,7 @@ assert abs(slope + 0.5) < 0.15
 # | term | what people say | what it actually means |
 # |---|---|---|
 # | Monte Carlo (MC) | "learn from complete episodes" | estimate a value by averaging sampled returns; update only once the episode has ended |
-# | return $G_t$ | "the reward you got" | the discounted sum of the rewards *after* time $t$, to the episode's end |
+# | return $G_t$ | "the reward you got" | the discounted sum of the rewards from the step taken at time $t$ to the episode's end |
 # | first-visit MC | "count each state once" | average the returns after each state's first visit per episode; unbiased |
 # | every-visit MC | "use all the data" | average the returns after every visit; correlated samples, consistent |
 # | bootstrapping | "using your own estimates" | building a target from other value estimates; MC does not, DP and TD do |

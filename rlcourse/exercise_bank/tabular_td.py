@@ -131,6 +131,60 @@ register(
 )
 
 
+# ------------------------------------------------------------------ lesson 04: mc_spread_slope
+
+
+def _running_mean_spread(returns, runs, divide=True):
+    per_run = np.asarray(returns, dtype=float).reshape(runs, -1)
+    N = np.arange(1, per_run.shape[1] + 1)
+    totals = np.cumsum(per_run, axis=1)
+    return N, (totals / N if divide else totals).std(axis=0)
+
+
+def _spread_slope_reference(returns, runs):
+    N, spread = _running_mean_spread(returns, runs)
+    return float(np.polyfit(np.log(N), np.log(spread), 1)[0])
+
+
+def _spread_slope_cases():
+    rng = np.random.default_rng(4)
+    return [
+        Case("1000 normal returns, 40 runs", (rng.normal(0.5, 2.0, size=1000), 40)),
+        Case("600 skewed returns, 30 runs", (rng.exponential(1.0, size=600) - 1.0, 30)),
+        Case("400 returns of 0 or 1, 20 runs", (rng.integers(0, 2, size=400).astype(float), 20)),
+    ]
+
+
+def _spread_slope_compare(got, expected):
+    if np.ndim(got) != 0:
+        return f"expected a single number (the slope), got shape {np.shape(got)}"
+    if not np.isclose(float(got), expected, rtol=1e-6, atol=1e-9):
+        return f"expected slope {expected:.4f}, got {float(got):.4f}"
+    return None
+
+
+def _spread_slope_explain(case, got, expected):
+    if np.ndim(got) != 0:
+        return None
+    returns, runs = case.args
+    if np.isclose(float(got), 2 * expected, rtol=1e-6):
+        return ("that is the slope of the variance, which falls twice as fast as the spread "
+                "(the standard deviation across runs) on a log-log plot")
+    N, sums = _running_mean_spread(returns, runs, divide=False)
+    if np.isclose(float(got), np.polyfit(np.log(N), np.log(sums), 1)[0], rtol=1e-6):
+        return ("your spread grows with N: divide each run's cumulative sum by N to get its "
+                "running mean")
+    return None
+
+
+register(
+    "mc_spread_slope", _spread_slope_reference, _spread_slope_cases,
+    compare=_spread_slope_compare, explain=_spread_slope_explain,
+    hint="reshape to [runs, N]; running means cumsum / arange(1, N + 1); std over runs (axis 0); "
+         "np.polyfit(log N, log spread, 1)[0]",
+)
+
+
 # ------------------------------------------------------------------ lesson 05: td0_update
 
 
