@@ -108,13 +108,16 @@ def my_estimates(returns, weights):
 
 ordinary, weighted, ess = my_estimates(clicks, weights)
 print(f"ordinary {ordinary:.3f}   weighted {weighted:.3f}   true {true_value:.3f}")
+assert max(abs(ordinary - true_value), abs(weighted - true_value)) < abs(clicks.mean() - true_value)
 print(f"ESS {ess:.1f} of n = {len(weights)}")
 np.testing.assert_allclose((ordinary, weighted, ess), rc.importance_estimate(clicks, weights))
 
 # %% [markdown]
-# Both land near the true value from data that never came from the target policy, but the
-# ESS says the 1000 visits are worth far fewer on-policy ones: a few large weights (article 3,
-# which the target shows five times as often as the behaviour) carry much of the estimate.
+# Compare both with the true value and with the log's own mean printed earlier: reweighting
+# moved the estimate from the behaviour's value to the target's, using data that never came
+# from the target policy. The ESS printed above says what that cost: the 1000 visits are worth
+# far fewer on-policy ones, because a few large weights (article 3, which the target shows five
+# times as often as the behaviour) carry much of the estimate.
 # The reference:
 
 # %%
@@ -219,6 +222,7 @@ for horizon in horizons:
     print(f"T = {horizon:3d}: ESS {ess_fraction[-1] * n:7.1f} of {n}, "
           f"largest weight carries {max_share[-1]:.1%} of the total")
 assert ess_fraction[-1] < 0.1 < ess_fraction[0]
+assert ess_fraction[-1] > step_second_moment ** -horizons[-1]  # the sample hides its worst weights
 
 # %%
 fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
@@ -232,9 +236,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The measured ESS falls exponentially with the horizon. It stays above the
-# $1/\mathbb{E}[w_t^2]^T$ curve because the rare huge weights that drive the variance up are
-# rarely drawn in 2000 samples: a small sample even hides how bad its weights are. Either way, a
+# The measured ESS falls exponentially with the horizon. Over short horizons it follows the
+# $1/\mathbb{E}[w_t^2]^T$ curve; over long ones it ends up far above it, because the rare huge
+# weights that drive the variance up are rarely drawn in 2000 samples: a small sample even
+# hides how bad its weights are. Either way, a
 # policy that moves only a fifth of its probability mass leaves little usable data after a few
 # dozen steps. This is why off-policy RL rarely
 # uses full-trajectory importance weights: per-decision weights (only the steps before a
@@ -311,7 +316,8 @@ assert rc.exercises.check("importance_estimate", importance_estimate)
 # | support | "coverage" | $b(a) > 0$ wherever $\pi(a) > 0$; without it no estimator is consistent |
 # | truncated IS | "clipping the weights" | capping each weight at $c$: less variance, bias towards the behaviour policy |
 # | per-decision IS | "only weight what came before" | a reward at step $t$ is weighted by the product of the first $t$ ratios only |
-#
+
+# %% [markdown]
 # ## Further reading
 #
 # - Sutton & Barto (2018), *Reinforcement Learning: An Introduction*, 2nd ed., sections 5.5-5.9:
