@@ -146,13 +146,14 @@ hr, hmr, _ = tok.encode_pairs(held_p, held_r)
 held_accuracy = np.mean(reward_model(hc, hmc) > reward_model(hr, hmr))
 print(f"reward-model loss {loss:.3f}; held-out pairs ranked like the people: {held_accuracy:.0%}")
 print("learned word rewards:", {w: round(float(phi["w"][tok.ids[w]]), 2)
-                                for w in ["great", "good", "fine", "bad", "very", "is", "."]})
+                                for w in ["great", "good", "fine", "bad", "very", "is", "was", "."]})
 assert held_accuracy > 0.7
 
 # %% [markdown]
-# The ranking of adjectives is right. Notice that "." and the verbs get no reward of their own:
-# every completion has exactly one of them, so the pairs say nothing about them. And nothing
-# stops a completion from containing "great" five times.
+# The ranking of adjectives is right. Notice that "." gets no reward at all, and the two verbs
+# get whatever small values the label noise left: every completion has exactly one "." and one
+# verb, so the pairs can only say whether "is" beat "was", which the people never cared about.
+# And nothing stops a completion from containing "great" five times.
 #
 # **Step 2: the action mask and sequence log-probs.** Sample completions from the SFT model; the
 # mask marks the generated tokens (EOS included), nothing else.
@@ -198,8 +199,7 @@ def my_kl_penalized_rewards(scores, logp, ref_logp, mask, beta):
     return rewards
 
 
-noise = np.random.default_rng(SEED + 1)
-drifted = rc.tree_map(lambda p: p + 0.3 * noise.standard_normal(p.shape).astype(p.dtype), sft_params)
+drifted = rc.tree_map(lambda p: p + 0.3 * rng.standard_normal(p.shape).astype(p.dtype), sft_params)
 logp = rc.token_log_probs(np.asarray(rc.lm_logits(drifted, sample_tokens))[:, :-1], sample_tokens)
 ref_logp = rc.token_log_probs(np.asarray(rc.lm_logits(sft_params, sample_tokens))[:, :-1], sample_tokens)
 scores = reward_model(sample_tokens, sample_mask)
@@ -323,26 +323,31 @@ best_fluent_score = reward_model(fluent_tokens, fluent_mask).max()
 print(f"score beats every fluent completion's: {hack_run.score[-5:].mean() > best_fluent_score}")
 print(f"true quality fell below the SFT model's: {hack_quality < sft_quality}")
 print(f"mean KL went far past the bound (> 3x): {hack_run.kl[-5:].mean() > 3 * KL_BOUND}")
+extra_score = hack_run.score[-5:].mean() - best_fluent_score
+kl_cost = 0.3 * hack_run.kl[-5:].mean()
+print(f"at beta = 0.3 its KL would cost more than its extra score: {kl_cost > extra_score}")
 assert hack_run.score[-5:].mean() > best_fluent_score
 assert hack_quality < sft_quality and hack_fluency < 0.5
-assert hack_run.kl[-5:].mean() > 3 * KL_BOUND
+assert hack_run.kl[-5:].mean() > 3 * KL_BOUND and kl_cost > extra_score
 
 # %% tags=["nbval-ignore-output"]
 print(f"score {hack_run.score[:3].mean():.2f} -> {hack_run.score[-5:].mean():.2f} "
       f"(best fluent completion: {best_fluent_score:.2f}); mean KL {hack_run.kl[-5:].mean():.1f} nats; "
       f"true quality {hack_quality:.2f}; fluent {hack_fluency:.0%}")
+print(f"extra score over the best fluent completion {extra_score:.2f}; "
+      f"its KL's cost at beta = 0.3: {kl_cost:.2f}")
 for p, c in zip(eval_prompts[:4], tok.decode_completions(out0[:4], width)):
     print(" ", tok.decode(p), "->", c)
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(10, 3), dpi=72)
+fig, axes = plt.subplots(1, 3, figsize=(9, 3), dpi=72)
 for run, name in ((kl_run, "beta = 0.3"), (hack_run, "beta = 0")):
     axes[0].plot(run.score, label=name)
     axes[1].plot(run.kl, label=name)
     axes[2].plot(run.metric, label=name)
 axes[1].axhline(KL_BOUND, color="k", ls="--", lw=1, label="bound")
 axes[1].set_yscale("log")
-for ax, title, ylabel in zip(axes, ["Reward-model score: both rise", "KL to the reference",
+for ax, title, ylabel in zip(axes, ["Reward-model score: both rise", "KL: the unleashed run leaves the bound",
                                     "True quality: the unleashed run collapses"],
                              ["mean score", "nats per completion", "mean true quality"]):
     ax.set_title(title)
@@ -357,9 +362,11 @@ plt.show()
 # Without the KL term the policy found what the reward model cannot see: word order. Repeating
 # "great" earns more reward than any real sentence, and the completions stop being sentences.
 # That is reward hacking, and the growing KL is its alarm. The leashed policy could not afford
-# that detour: every ungrammatical token costs $\beta$ times its log-ratio to the reference,
-# several nats each, more than the extra "great" earns. It moved only as far as the reference
-# made cheap, to its warmest fluent sentences.
+# that detour: leaving the grammar means choosing tokens the reference all but rules out, and
+# each costs $\beta$ times its log-ratio to the reference. At $\beta = 0.3$ the KL the hacked
+# completions carry would cost more than the extra score they earn over the best fluent
+# sentence (both printed above). So the leashed policy moved only as far as the reference made
+# cheap, to its warmest fluent sentences.
 #
 # $\beta = 0.3$ is larger than the 0.01-0.05 typical of large models: what matters is $\beta$
 # relative to the reward scale and to how sharply the reference rules out bad tokens. Choose
@@ -439,7 +446,8 @@ assert rc.exercises.check("kl_penalized_rewards", kl_penalized_rewards)
 # | reference model | "the SFT anchor" | the frozen starting policy that the KL penalty measures drift from |
 # | KL penalty | "the leash" | per token $-\beta(\log\pi - \log\pi_{\text{ref}})$: keeps the policy where the reward model is trustworthy |
 # | reward hacking | "overoptimisation" | the proxy reward rises while the true goal falls; the KL from the reference grows |
-#
+
+# %% [markdown]
 # ## Further reading
 #
 # - Christiano et al. (2017), *Deep reinforcement learning from human preferences*, NeurIPS:
