@@ -252,7 +252,7 @@ print("all GRPO invariants hold")
 #
 # Train the weak model with GRPO for 200 iterations: 16 prompts per iteration, a group of 8
 # answers each, one Adam step per batch (so the ratio starts at 1 on every batch, as in
-# DeepSeek-R1's default), $\beta = 0.04$. The reference is the weak model.
+# TRL's default), $\beta = 0.04$. The reference is the weak model.
 
 # %%
 history = rc.grpo_train(weak, weak, reward_fn, prompt_ids, iterations=200, group_size=8,
@@ -310,8 +310,9 @@ for aggregate in ("token", "sequence"):
 # %% [markdown]
 # With the **token mean** every token weighs the same: each token of the wrong answer is
 # pushed down exactly as hard as each token of the right one is pushed up, and the long wrong
-# answer receives 3 times the total correction. With the **sequence mean** every *answer* weighs
-# the same, so each token of the long wrong answer is pushed down only a third as hard: long
+# answer receives 6/2 = 3 times the total correction (the last ratio printed above). With the
+# **sequence mean** every *answer* weighs the same, so each token of the long wrong answer is
+# pushed down only 2/6 = a third as hard (the per-token ratio printed above): long
 # wrong answers are punished less per token, and the policy drifts towards long answers when
 # it is wrong (the length bias that "Dr. GRPO" and DAPO removed by switching to token means).
 # Symmetrically, a short right answer is rewarded more per token under the sequence mean.
@@ -330,6 +331,7 @@ for name, h, p in (("token mean", history, grpo_pass), ("sequence mean", history
 
 # %%
 assert seq_pass.mean() - weak_pass.mean() >= 0.2
+assert abs(seq_pass.mean() - grpo_pass.mean()) < 0.1, "short answers: the aggregations should train alike"
 
 # %% [markdown]
 # ## Pitfalls
@@ -366,7 +368,7 @@ def grpo_adv(rewards, group_size):
 
 
 # %%
-rc.exercises.check("grpo_advantages", grpo_adv)
+assert rc.exercises.check("grpo_advantages", grpo_adv)
 
 # %% tags=["solution"]
 def k3_penalty(logp, ref_logp, mask):
@@ -375,7 +377,7 @@ def k3_penalty(logp, ref_logp, mask):
 
 
 # %%
-rc.exercises.check("grpo_kl_penalty", k3_penalty)
+assert rc.exercises.check("grpo_kl_penalty", k3_penalty)
 
 # %% tags=["solution"]
 def clip_loss(logp, old_logp, advantages, mask, aggregate):
@@ -388,7 +390,7 @@ def clip_loss(logp, old_logp, advantages, mask, aggregate):
 
 
 # %%
-rc.exercises.check("grpo_clip_loss", clip_loss)
+assert rc.exercises.check("grpo_clip_loss", clip_loss)
 
 # %% [markdown]
 # ## Key terms
