@@ -55,7 +55,7 @@ memo = {}
 print(f"games: {count_games(game.initial_state(), memo)}, non-terminal positions: {len(memo)}")
 
 # %% [markdown]
-# Minimax with memoisation handles 4,520 positions in a blink; chess has around $10^{44}$ and
+# Minimax with memoisation handles the few thousand positions printed above in a blink; chess has around $10^{44}$ and
 # Go around $10^{170}$. Without full lookahead, a fixed policy fails. A player that moves at
 # random loses most games against a perfect player (`rc.perfect_action`, exact memoised
 # minimax, kept for reference):
@@ -85,6 +85,7 @@ def play(x_player, o_player):
 outcomes = [play(random_player, perfect_player) for _ in range(20)]
 print(f"random (X) vs perfect (O), 20 games: X wins {outcomes.count(1)}, "
       f"draws {outcomes.count(0)}, O wins {outcomes.count(-1)}")
+assert outcomes.count(1) == 0 and outcomes.count(-1) > len(outcomes) / 2
 
 # %% [markdown]
 # Decoding has the same problem. A language model gives next-token probabilities; the most
@@ -366,15 +367,17 @@ def show_visits(state, result, title):
     grid = np.zeros(9)
     for a, n in result.visits.items():
         grid[a] = n
-    fig, ax = plt.subplots(figsize=(3.2, 3.2), dpi=72)
+    fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
     ax.imshow(grid.reshape(3, 3), cmap="Blues")
     for cell in range(9):
         mark = {1: "X", -1: "O", 0: ""}[state.board[cell]]
         text = mark or f"{int(grid[cell])}"
         ax.text(cell % 3, cell // 3, text, ha="center", va="center",
                 fontsize=16 if mark else 10, color="darkred" if mark else "black")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set_xticks(range(3))
+    ax.set_yticks(range(3))
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
     ax.set_title(title, fontsize=10)
     plt.show()
 
@@ -383,7 +386,7 @@ fork_threat = after([0, 4, 8])
 r = rc.mcts(fork_threat, *fns, simulations=2000, c=1.0, seed=SEED)
 print(f"O plays {r.action}; visits {r.visits}")
 assert r.action in (1, 3, 5, 7)
-show_visits(fork_threat, r, "O to move: corners lose, visits go to edges")
+show_visits(fork_threat, r, "O to move: corners lose; most visits go to edges")
 
 # %% [markdown]
 # **MCTS against a random player and a perfect one.** With 2000 simulations per move and
@@ -529,6 +532,9 @@ print("n:", NS)
 print("mean best-of-n reward:", [round(float(v), 3) for v in curve])
 assert all(b >= a for a, b in zip(curve, curve[1:]))
 assert curve[-1] > 1.5 * curve[0]
+gains = np.diff(curve)
+assert all(b < a for a, b in zip(gains[1:], gains[2:]))  # from n = 2 on, each doubling buys less
+assert reward(best_beam.tokens) < curve[0]  # beam search: below even a single sample, on average
 
 fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
 ax.semilogx(NS, curve, "o-", base=2, label="best-of-n")
@@ -541,9 +547,11 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# Each doubling of $n$ buys less: the chance that none of $n$ samples is the best answer falls
-# geometrically, and the curve flattens at the best answer the model can produce. Beam search
-# optimises the model's likelihood, not the reward, and lands far below.
+# After the first doubling, each doubling of $n$ buys less than the one before (compare the
+# steps between the numbers printed above): the chance that none of $n$ samples is the best
+# answer falls geometrically, and the curve flattens at the best answer the model can produce.
+# Beam search optimises the model's likelihood, not the reward, and lands below even a single
+# sample's average.
 
 # %% [markdown]
 # ## Pitfalls
@@ -654,7 +662,8 @@ assert rc.exercises.check("beam_search", beam_search)
 # | top-k / top-p | "truncation sampling" | sample only from the $k$ most likely tokens, or from the smallest set with mass $\ge p$ (nucleus) |
 # | best-of-n | "rejection sampling" | draw $n$ answers, keep the one a reward scores highest |
 # | test-time compute | "thinking longer" | spending more inference computation (simulations, samples) per decision to get better answers |
-#
+
+# %% [markdown]
 # ## Further reading
 #
 # - Kocsis & Szepesvári (2006), *Bandit based Monte-Carlo planning*, ECML: UCT, the bandit view
