@@ -67,11 +67,13 @@ mc_alphas, td_alphas = np.array([0.01, 0.02, 0.04]), np.array([0.05, 0.1, 0.15])
 init = np.full(7, 0.5)
 mc_err = np.mean([rms(rc.mc_prediction(walk5, one_action5, 100, 1.0, alpha=mc_alphas, init=init,
                                        seed=run).V_history, truth5) for run in range(20)], axis=0)
-print("constant-alpha MC, RMS error after 100 episodes:",
-      ", ".join(f"alpha {a}: {e:.3f}" for a, e in zip(mc_alphas, mc_err[-1])))
+for episode in (25, 100):
+    print(f"constant-alpha MC, RMS error after {episode:3d} episodes:",
+          ", ".join(f"alpha {a}: {e:.3f}" for a, e in zip(mc_alphas, mc_err[episode - 1])))
 
 # %% [markdown]
-# Small steps learn slowly. Larger ones learn faster but stay noisy: every target is a full
+# Small steps learn slowly: compare the α = 0.01 errors after 25 and 100 episodes above. Larger
+# ones learn faster but stay noisy: every target is a full
 # return, with all the randomness of the walk in it, and a constant step size never averages
 # that noise away. *Use it* plots these curves against TD's.
 
@@ -90,8 +92,9 @@ print("constant-alpha MC, RMS error after 100 episodes:",
 # $n = 1$ is TD(0); $n \ge$ the rest of the episode is Monte Carlo. The update of $S_t$ waits
 # until $R_{t+n}$ has arrived.
 #
-# **TD(λ)** averages all the n-step returns with weights $(1-\lambda)\lambda^{n-1}$, and
-# computes that online with an **eligibility trace** $e(s)$, a fading memory of visited states.
+# **TD(λ)** aims at the average of all the n-step returns with weights $(1-\lambda)\lambda^{n-1}$
+# (the λ-return), and approximates it online with an **eligibility trace** $e(s)$, a fading
+# memory of visited states.
 # Each step: decay all traces by $\gamma\lambda$, bump the current state's, then move *every*
 # state by its share of the current TD error:
 # $$e \leftarrow \gamma\lambda e;\quad e(S_t) \leftarrow e(S_t) + 1 \text{ (accumulating) or } 1
@@ -329,7 +332,7 @@ for i, a in enumerate(mc_alphas):
     ax.plot(mc_err[:, i], ls="--", label=f"MC α={a}")
 for i, a in enumerate(td_alphas):
     ax.plot(td_err[:, i], label=f"TD(0) α={a}")
-ax.set(xlabel="episodes", ylabel="RMS error (20 runs)", title="TD(0) learns faster than constant-α MC")
+ax.set(xlabel="episodes", ylabel="RMS error (mean of 20 runs)", title="TD(0) learns faster than constant-α MC")
 ax.legend(fontsize=7, ncol=2)
 plt.show()
 print(f"after 100 episodes: best MC {mc_err[-1].min():.3f}, best TD(0) {td_err[-1].min():.3f}")
@@ -376,7 +379,7 @@ trace_err = {kind: np.mean([rms(rc.td_lambda(walk19, one_action19, 10, 0.9, swee
 fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
 for kind, err in trace_err.items():
     ax.plot(sweep_alphas, np.minimum(err, 1.0), label=kind)
-ax.set(xlabel="step size α", ylabel="RMS error (capped at 1)", ylim=(0.2, 1.02),
+ax.set(xlabel="step size α", ylabel="RMS error, first 10 episodes\n(capped at 1)", ylim=(0.2, 1.02),
        title="Accumulating traces blow up at large α")
 ax.legend()
 plt.show()
@@ -409,8 +412,8 @@ assert trace_err["accumulating"][-1] > 1.0 > trace_err["replacing"][-1]
 # 1. **Easy: one TD(0) update.** Write `td0_update(V, s, r, s_next, terminated, alpha, gamma)`
 #    returning an updated copy of `V`.
 # 2. **Medium: n-step target.** Write `n_step_target(rewards, bootstrap_value, terminated,
-#    gamma)` for a window of rewards: their discounted sum plus, unless the window ended in a
-#    terminal state, $\gamma^m$ times `bootstrap_value`.
+#    gamma)` for a window of $m$ rewards: their discounted sum plus, unless the window ended in
+#    a terminal state, $\gamma^m$ times `bootstrap_value`.
 # 3. **Hard: one TD(λ) step.** Write `td_lambda_step(V, e, s, r, s_next, terminated, done,
 #    alpha, gamma, lam, replacing)` returning `(V, e)` after one step: decay, bump, update,
 #    and reset the traces if the episode is `done`.

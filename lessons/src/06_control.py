@@ -222,8 +222,8 @@ def smooth(x, width=10):
 fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
 for name, results in runs.items():
     mean_returns = np.mean([r.episode_returns for r in results], axis=0)
-    ax.plot(smooth(mean_returns), label=name)
-ax.set(xlabel="episode", ylabel="reward per episode", ylim=(-100, 0),
+    ax.plot(np.arange(10, EPISODES + 1), smooth(mean_returns), label=name)
+ax.set(xlabel="episode", ylabel="reward per episode\n(4 seeds, 10-episode mean)", ylim=(-100, 0),
        title="SARSA earns more while exploring")
 ax.legend(loc="lower right")
 plt.show()
@@ -248,8 +248,11 @@ for ax, (name, results) in zip(axes, runs.items()):
     values[START + 1:] = np.nan  # cliff and goal: never acted in, left blank
     cliff.plot(values, res.policy, ax=ax, annotate=False,
                title=f"{name}: greedy path ({len(greedy_path(res.policy)) - 1} steps)")
+    ax.images[0].colorbar.set_label(r"$\max_a Q(s, a)$")
+    ax.set(xlabel="column", ylabel="row")
     r, c = np.divmod(np.array(greedy_path(res.policy)), 12)
     ax.plot(c, r, color="red", lw=2)
+fig.suptitle("Q-learning walks the cliff's edge; both SARSAs keep away from it")
 plt.tight_layout()
 plt.show()
 
@@ -284,7 +287,7 @@ print("Q-learning: the edge path on every seed; SARSA: a path that keeps off the
 # | values around the goal are off by the terminal row's content | bootstrapping from the terminal state | target $= R$ alone when `terminated` |
 # | Q-learning's reward during training looks bad though its policy is optimal | it is evaluated with exploration on the edge path | evaluate the greedy policy separately; or use SARSA if exploring is unavoidable |
 # | learning never settles | constant $\varepsilon$ and $\alpha$ keep the agent and the values moving | decay $\varepsilon$ and/or $\alpha$, or read the greedy policy |
-# | Expected SARSA's values do not match SARSA's | the expectation uses a different $\pi$ than the behaviour (e.g. ties not shared) | use the behaviour policy's probabilities, ties sharing the greedy mass |
+# | Expected SARSA's values do not match SARSA's | the expectation uses a different $\pi$ than the behaviour (another $\varepsilon$, or the greedy policy) | average under the behaviour policy's own probabilities |
 
 # %% [markdown]
 # ## Exercises
@@ -293,8 +296,8 @@ print("Q-learning: the edge path on every seed; SARSA: a path that keeps off the
 # 2. **Medium: SARSA update.** Write `sarsa_update(Q, s, a, r, s_next, a_next, terminated,
 #    alpha, gamma)` returning an updated copy of `Q`.
 # 3. **Hard: Expected SARSA target.** Write `expected_sarsa_target(Q, r, s_next, terminated,
-#    gamma, epsilon)`: the expectation of $Q(S', \cdot)$ under the $\varepsilon$-greedy policy,
-#    with tied greedy actions sharing $1 - \varepsilon$.
+#    gamma, epsilon)`: the expectation of $Q(S', \cdot)$ under the $\varepsilon$-greedy policy.
+#    (Why does it not matter how tied greedy actions split the $1 - \varepsilon$?)
 
 # %% tags=["solution"]
 def q_learning_target(Q, r, s_next, terminated, gamma):

@@ -175,8 +175,9 @@ print("invariants hold")
 #
 # Train on CartPole with `rc.DQN_CARTPOLE` (after the RL Zoo's settings: 256 steps of data
 # then 128 gradient steps, the target frozen for each phase of 128 steps, epsilon from 1 to
-# 0.04 over the first 16% of steps). Every 2,560 steps the greedy policy is evaluated on 10
-# fresh episodes; training stops once it scores 475 (CartPole-v1's "solved" mark).
+# 0.04 over the first 16% of steps). From step 10,240 on, every 2,560 steps, the greedy policy
+# is evaluated on 10 fresh episodes; training stops once it scores 475 (CartPole-v1's "solved"
+# mark).
 
 # %%
 print(rc.DQN_CARTPOLE)
@@ -213,15 +214,15 @@ assert best >= 475
 fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
 ax.plot(run.episode_end_steps, run.episode_returns, ".", ms=2, alpha=0.4, label="training episode")
 ax.plot(*zip(*evals), "o-", label="greedy evaluation")
-ax.axhline(475, color="gray", ls="--", lw=1)
+ax.axhline(475, color="gray", ls="--", lw=1, label="solved mark (475)")
 ax.set_xlabel("environment steps")
-ax.set_ylabel("return")
+ax.set_ylabel("return (steps balanced)")
 ax.set_title("Exploring returns lag; the greedy policy jumps")
 ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# The evaluations jump around: DQN on CartPole is known to reach 500 and then forget it for a
+# The evaluations (printed above) jump around: DQN on CartPole is known to reach 500 and then forget it for a
 # while, because a near-perfect policy fills the buffer with only "upright" states. Evaluate
 # the greedy policy, keep the best parameters, and do not read much into a single run.
 #
@@ -273,17 +274,18 @@ plt.show()
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Easy: targets.** `my_dqn_targets` above; the check runs again here. Change it to ignore
-#    `terminated` and read the explanation.
-# 2. **Medium: Polyak averaging.** Write `soft_update(target, online, tau)` returning
-#    `(1 - tau) * target + tau * online` for vectors. After 1/tau updates towards a fixed
-#    `online`, how far has the target come? (Answer: $1 - (1-\tau)^{1/\tau} \approx 1 - e^{-1}$.)
-# 3. **Hard: the deadly triad's threshold.** In the two-state example, find the largest
-#    `gamma` for which `w` stays bounded, numerically (run 2,000 updates for a grid of gammas),
-#    and explain it from the update $w \leftarrow (1 + \alpha(2\gamma - 1))\,w$.
-
-# %%
-assert rc.exercises.check("dqn_targets", my_dqn_targets)
+# 1. **Easy: Polyak averaging.** Instead of copying the online net into the target every so
+#    many steps, many implementations move the target a little every step. Write
+#    `soft_update(target, online, tau)` returning `(1 - tau) * target + tau * online` for
+#    arrays. After $1/\tau$ updates towards a fixed `online`, how far has the target come?
+# 2. **Medium: the exploration schedule.** Write `epsilon_schedule(step, total_steps, start,
+#    end, fraction)`: epsilon falls linearly from `start` at step 0 to `end` at step
+#    `fraction * total_steps`, then stays at `end` (what `rc.dqn` does with `DQN_CARTPOLE`).
+# 3. **Hard: the deadly triad's stable range.** In the two-state example each update multiplies
+#    $w$ by $1 + \alpha(2\gamma - 1)$. Write `stable_gamma_range(alpha)` returning the pair
+#    `(lowest, highest)` of the discounts in $[0, 1]$ for which $w$ stays bounded, derived
+#    exactly from that factor. Then confirm it by running the update. Why does a large step
+#    size make *small* discounts diverge too?
 
 # %% tags=["solution"]
 def soft_update(target, online, tau):
@@ -291,27 +293,48 @@ def soft_update(target, online, tau):
 
 
 # %%
+assert rc.exercises.check("soft_update", soft_update)
 target_vec = np.zeros(3)
 for _ in range(100):
     target_vec = soft_update(target_vec, np.ones(3), 0.01)
 print(f"after 100 updates with tau = 0.01: {target_vec[0]:.3f} (1 - 1/e = {1 - np.exp(-1):.3f})")
-assert abs(target_vec[0] - (1 - 0.99**100)) < 1e-12
+
+# %% [markdown]
+# The target has come $1 - (1-\tau)^{1/\tau} \approx 1 - e^{-1}$ of the way: a soft update with
+# `tau` behaves roughly like a hard copy every $1/\tau$ steps, without the jump.
 
 # %% tags=["solution"]
-def largest_stable_gamma(alpha=0.1, steps=2_000):
-    stable = []
-    for gamma in np.linspace(0, 1, 101):
-        w = 1.0
-        for _ in range(steps):
-            w += alpha * (gamma * 2 * w - w)
-        if abs(w) <= 1.0:
-            stable.append(gamma)
-    return max(stable)
+def epsilon_schedule(step, total_steps, start, end, fraction):
+    duration = max(1, int(fraction * total_steps))
+    return start + min(step / duration, 1.0) * (end - start)
 
 
 # %%
-print(f"largest stable gamma: {largest_stable_gamma():.2f}")
-assert abs(largest_stable_gamma() - 0.5) < 1e-9
+assert rc.exercises.check("epsilon_schedule", epsilon_schedule)
+
+# %% tags=["solution"]
+def stable_gamma_range(alpha):
+    # bounded iff -1 <= 1 + alpha (2 gamma - 1) <= 1, i.e. 1/2 - 1/alpha <= gamma <= 1/2
+    return max(0.0, 0.5 - 1.0 / alpha), 0.5
+
+
+# %%
+assert rc.exercises.check("stable_gamma_range", stable_gamma_range)
+
+
+def w_after(gamma, alpha, steps=200):
+    w = 1.0
+    for _ in range(steps):
+        w += alpha * (gamma * 2 * w - w)
+    return w
+
+
+for alpha in (0.1, 3.0):
+    low, high = stable_gamma_range(alpha)
+    bounded = [g for g in np.linspace(0, 1, 101).tolist() if abs(w_after(g, alpha)) <= 1.0]
+    print(f"alpha {alpha}: derived range [{low:.3f}, {high:.3f}], "
+          f"bounded on a grid of 101 gammas: [{min(bounded):.2f}, {max(bounded):.2f}]")
+    assert low - 0.01 <= min(bounded) <= low + 0.01 and abs(max(bounded) - high) < 1e-9
 
 # %% [markdown]
 # ## Key terms

@@ -47,7 +47,7 @@ print(f"best p = {ps[values.argmax()]:.2f} with value {values.max():.2f}")
 
 # %% [markdown]
 # Both deterministic policies never reach the goal (value $-\infty$); the best policy is
-# stochastic, going right about 59% of the time. An epsilon-greedy policy from values can only
+# stochastic, going right with the probability printed above (Sutton & Barto report about 0.59). An epsilon-greedy policy from values can only
 # reach $p = \epsilon/2$ or $1 - \epsilon/2$. To learn $p$ you want to optimise the policy's
 # parameters directly, by gradient ascent on $J(\theta) = \mathbb{E}_{\tau\sim\pi_\theta}[R(\tau)]$.
 
@@ -233,10 +233,10 @@ fig, ax = plt.subplots(figsize=(5, 3), dpi=72)
 for name, run in runs.items():
     smooth = np.convolve(run.episode_returns, np.ones(20) / 20, mode="valid")
     ax.plot(np.arange(20, len(run.episode_returns) + 1), smooth, label=name)
-ax.axhline(475, color="gray", ls="--", lw=1)
+ax.axhline(475, color="gray", ls="--", lw=1, label="solved mark (475)")
 ax.set_xlabel("episode")
-ax.set_ylabel("return (mean of 20)")
-ax.set_title("REINFORCE learns CartPole in ~600 episodes")
+ax.set_ylabel("return (mean of last 20 episodes)")
+ax.set_title("REINFORCE climbs to the solved mark")
 ax.legend(fontsize=8)
 plt.show()
 
@@ -262,50 +262,77 @@ plt.show()
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Easy: the softmax score** (Build it, step 1; the check runs again below). Flip the sign
-#    and read the explanation.
-# 2. **Medium: reward-to-go** (step 2). Then give every step $G_0$ and read why it fails.
-# 3. **Hard: solve the short corridor by gradient ascent.** With $p = \sigma(\theta)$, estimate
-#    $\nabla_\theta J$ by the log-derivative trick from 200 simulated episodes per step
-#    ($\nabla_\theta \log\pi = (1 - p)$ for "right", $-p$ for "left"), and run 200 steps of
-#    size 0.01 from $\theta = 0$ with reward-to-go weights. Do you land near $p = 0.59$?
+# 1. **Easy: a bandit's exact policy gradient.** Write `bandit_policy_gradient(z, means)`:
+#    $\nabla_z J = \sum_a \pi(a)\,\mu_a\,(e_a - \pi)$ for softmax logits `z [A]` and mean
+#    rewards `means [A]`. Why is it 0 when every arm pays the same?
+# 2. **Medium: the leave-one-out baseline.** Write `leave_one_out_weights(returns, mask)` for
+#    reward-to-go `returns [T, N]` (one column per episode, `mask` True on real steps): at each
+#    real step, $G_t$ minus the mean of the *other* episodes' $G_t$ still running at $t$ (0 if
+#    none is), and 0 on padding. Compare with `rc.reinforce_weights`. Why leave the episode
+#    itself out?
+# 3. **Hard: solve the short corridor by gradient ascent.** With $p = \sigma(\theta)$ the score
+#    is $\nabla_\theta \log\pi = 1 - p$ for "right" and $-p$ for "left". Write
+#    `corridor_episode_gradient(went_right, p)`: one episode's estimate
+#    $\sum_t \nabla_\theta\log\pi(a_t)\,G_t$ with reward $-1$ per step, $\gamma = 1$ and
+#    reward-to-go. Then simulate the corridor and run 200 ascent steps of size 0.01 from
+#    $\theta = 0$, 200 episodes per step. Do you land near the best $p$ from *The problem*?
+
+# %% tags=["solution"]
+def bandit_policy_gradient(z, means):
+    pi = rc.softmax(z)
+    return sum(pi[a] * means[a] * (np.eye(len(z))[a] - pi) for a in range(len(z)))
+
 
 # %%
-assert rc.exercises.check("softmax_score", my_softmax_score)
+assert rc.exercises.check("bandit_policy_gradient", bandit_policy_gradient)
+
+# %% tags=["solution"]
+def leave_one_out_weights(returns, mask):
+    g = np.where(mask, returns, 0.0)
+    others = mask.sum(axis=1, keepdims=True) - mask
+    b = np.divide(g.sum(axis=1, keepdims=True) - g, others, out=np.zeros_like(g), where=others > 0)
+    return np.where(mask, g - b, 0.0)
+
 
 # %%
-assert rc.exercises.check("reward_to_go", my_reward_to_go)
+assert rc.exercises.check("leave_one_out_weights", leave_one_out_weights)
+np.testing.assert_allclose(leave_one_out_weights(rc.reinforce_weights(rews, mask, 0.99, baseline=False), mask),
+                           rc.reinforce_weights(rews, mask, 0.99), atol=1e-9)
+print("matches rc.reinforce_weights on the 300 CartPole episodes")
 
 
 # %% tags=["solution"]
+def corridor_episode_gradient(went_right, p):
+    scores = np.where(went_right, 1 - p, -p)
+    return float(np.sum(scores * my_reward_to_go(-np.ones(len(went_right)), 1.0)))
+
+
 def corridor_episode(p, rng, max_steps=200):
-    """Scores d log pi / d theta and rewards of one short-corridor episode."""
-    cell, scores, rewards = 0, [], []
-    while cell < 3 and len(rewards) < max_steps:
+    """Whether each action of one short-corridor episode went right (the middle cell reverses)."""
+    cell, went_right = 0, []
+    while cell < 3 and len(went_right) < max_steps:
         right = rng.random() < p
-        scores.append((1 - p) if right else -p)
-        rewards.append(-1.0)
+        went_right.append(right)
         step = 1 if right else -1
         cell = max(cell + (-step if cell == 1 else step), 0)
-    return np.array(scores), np.array(rewards)
+    return np.array(went_right)
 
 
 def corridor_gradient_ascent(steps=200, episodes=200, lr=0.01, rng=rng):
     theta = 0.0
     for _ in range(steps):
         p = 1 / (1 + np.exp(-theta))
-        total = 0.0
-        for _ in range(episodes):
-            scores, rewards = corridor_episode(p, rng)
-            total += np.sum(scores * my_reward_to_go(rewards, 1.0))
-        theta += lr * total / episodes
+        grad = np.mean([corridor_episode_gradient(corridor_episode(p, rng), p) for _ in range(episodes)])
+        theta += lr * grad
     return 1 / (1 + np.exp(-theta))
 
 
 # %%
+assert rc.exercises.check("corridor_episode_gradient", corridor_episode_gradient)
 p_learned = corridor_gradient_ascent()
-print(f"learned p within 0.1 of the best 0.59: {abs(p_learned - 0.59) < 0.1}")
-assert abs(p_learned - 0.59) < 0.1
+best_p = ps[values.argmax()]
+print(f"learned p within 0.1 of the best {best_p:.2f}: {abs(p_learned - best_p) < 0.1}")
+assert abs(p_learned - best_p) < 0.1
 
 # %% [markdown]
 # ## Key terms

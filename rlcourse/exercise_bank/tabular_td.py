@@ -291,6 +291,10 @@ def _td_lambda_explain(case, got, expected):
     if terminated and _close(got[0], _td_lambda_reference(V, e, s, r, s_next, False, done,
                                                           alpha, gamma, lam, replacing)[0]):
         return "you bootstrapped from the terminal state: its value must be 0"
+    if done and not terminated and _close(got[0], _td_lambda_reference(
+            V, e, s, r, s_next, True, done, alpha, gamma, lam, replacing)[0]):
+        return ("the episode was cut by a time limit (done, not terminated): the state it stopped "
+                "in still has a future, so bootstrap from V[s_next]")
     if _close(got[0], _td_lambda_reference(V, e, s, r, s_next, terminated, done, alpha, gamma,
                                            lam, not replacing)[0]):
         return "accumulating traces add 1 to e[s]; replacing traces set e[s] = 1"
