@@ -71,6 +71,29 @@ def test_exercises_are_checked_and_solutions_tagged(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_student_copies_still_run_top_to_bottom(path):
+    """Solutions live only under Exercises, and what a solution cell defines is used only by the
+    exercise checks, so a student copy (solutions stubbed) runs top to bottom, showing [todo]."""
+    import ast
+
+    section, defined = None, set()
+    for cell in load(path)["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            section = (re.findall(r"^## (.+?)\s*$", source, re.M) or [section])[-1]
+            continue
+        if "solution" in cell["metadata"].get("tags", []):
+            assert section == "Exercises", f"{path.name}: a solution cell under '## {section}'"
+            tree = ast.parse(source)
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            defined |= {t.id for n in tree.body if isinstance(n, ast.Assign)
+                        for t in n.targets if isinstance(t, ast.Name)}
+        elif defined and "exercises.check(" not in source:
+            used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)} & defined
+            assert not used, f"{path.name}: {sorted(used)} from a solution cell used outside a check"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_notebook_equals_its_plain_text_twin(path):
     jupytext = pytest.importorskip("jupytext")
     twin = twin_path(path)

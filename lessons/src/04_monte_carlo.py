@@ -335,9 +335,9 @@ plt.show()
 #    sampled returns into `runs` independent runs of equal length, take each run's running mean
 #    after $N = 1, 2, \dots$ episodes, measure the spread (standard deviation across runs) at
 #    each $N$, and return the least-squares slope of $\log(\text{spread})$ against $\log N$.
-#    Theory says $-1/2$. The cell after the check applies it to the 1000 start-state returns
-#    above, as 40 runs of 25 (more, shorter runs give a cleaner fit), and asserts the slope is
-#    within 0.15 of $-1/2$.
+#    Theory says $-1/2$. The solution applies it to the 1000 start-state returns above, as 40
+#    runs of 25 (more, shorter runs give a cleaner fit), and asserts the slope is within 0.15
+#    of $-1/2$.
 
 # %% tags=["solution"]
 def mc_returns(rewards, gamma, final_value=0.0):
@@ -370,13 +370,12 @@ def mc_spread_slope(returns, runs):
     return float(np.polyfit(np.log(N), np.log(spread), 1)[0])
 
 
-# %%
-assert rc.exercises.check("mc_spread_slope", mc_spread_slope)
-
-# %%
 slope = mc_spread_slope(start_returns, 40)
 print(f"slope of log(spread) against log(N), 40 runs of 25: {slope:.2f}")
 assert abs(slope + 0.5) < 0.15
+
+# %%
+assert rc.exercises.check("mc_spread_slope", mc_spread_slope)
 
 # %% [markdown]
 # ## Key terms

@@ -98,7 +98,7 @@ for gamma in (0.4, 0.9):
 # (its last state), never the first state of the next episode. Only `terminated` stops the
 # bootstrap: a time-limit truncation is passed as `terminated=False`.
 
-# %% tags=["solution"]
+# %%
 def my_dqn_targets(rewards, terminated, next_q_online, next_q_target, gamma, double=True):
     if double:
         best = np.argmax(next_q_online, axis=1)
@@ -125,7 +125,7 @@ assert rc.exercises.check("dqn_targets", my_dqn_targets)
 # **Step 2: Huber loss.** $\tfrac12 x^2$ for $|x| \le \delta$, else $\delta(|x| - \tfrac12\delta)$.
 # Its gradient is $x$ clipped to $[-\delta, \delta]$.
 
-# %% tags=["solution"]
+# %%
 def my_huber(x, delta=1.0):
     return np.where(np.abs(x) <= delta, 0.5 * x**2, delta * (np.abs(x) - 0.5 * delta))
 

@@ -95,7 +95,7 @@ print("sampled estimate: ", np.round(estimate, 3))
 #
 # **Step 1: the softmax score** $e_a - \pi$ for a batch of logits `[B, A]` and actions `[B]`.
 
-# %% tags=["solution"]
+# %%
 def my_softmax_score(logits, actions):
     shifted = logits - logits.max(axis=1, keepdims=True)
     probs = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
@@ -117,7 +117,7 @@ assert rc.exercises.check("softmax_score", my_softmax_score)
 # %% [markdown]
 # **Step 2: the reward-to-go** of one episode, walking backwards.
 
-# %% tags=["solution"]
+# %%
 def my_reward_to_go(rewards, gamma):
     out = np.zeros(len(rewards))
     following = 0.0
@@ -148,7 +148,7 @@ obs = obs.astype(np.float64)
 print(f"{mask.shape[1]} episodes, mean length {mask.sum(axis=0).mean():.1f}, longest {mask.shape[0]}")
 
 
-# %% tags=["solution"]
+# %%
 def my_episode_gradients(obs, actions, weights, mask, W):
     logits = obs @ W["w"] + W["b"]  # [T, N, 2]
     score = np.eye(2)[actions] - rc.softmax(logits)  # [T, N, 2]
