@@ -42,10 +42,11 @@ terminated, truncated = terminated.astype(bool), truncated.astype(bool)
 mc_returns = rc.discounted_returns(rewards, terminated, truncated, GAMMA)[0]
 print(f"return of the first episode: mean {mc_returns.mean():.2f}, std {mc_returns.std():.2f}, "
       f"min {mc_returns.min():.2f}, max {mc_returns.max():.2f}")
+print(f"std / mean: {mc_returns.std() / mc_returns.mean():.2f}")
 
 # %% [markdown]
 # A policy gradient weighs $\nabla\log\pi(a_0|s_0)$ by one such number. Its standard deviation
-# is about half its mean, and most of that noise comes from actions taken *after* $a_0$, which
+# is the fraction of its mean printed above, and most of that noise comes from actions taken *after* $a_0$, which
 # $a_0$ is not responsible for. You need many episodes before the signal about $a_0$ rises above
 # that noise.
 
@@ -69,11 +70,12 @@ print(f"return of the first episode: mean {mc_returns.mean():.2f}, std {mc_retur
 # $\text{done} = \text{terminated} \lor \text{truncated}$.
 #
 # Bias and variance, shown: take the random-policy episodes above and a poor critic that says
-# $V(s) = 40$ everywhere, about twice the true value of the start states (the mean printed
+# $V(s) = 40$ everywhere, well above the true value of the start states (the mean printed
 # above). Compute $G^\lambda_0$ for each episode and compare with the Monte Carlo average:
 
 # %%
 poor_values = np.full(rewards.shape, 40.0)
+print(f"the poor critic's V(start) is {40.0 / mc_returns.mean():.2f} times the true mean")
 lambdas = [0.0, 0.5, 0.8, 0.9, 0.95, 1.0]
 bias, spread = [], []
 for lam in lambdas:
@@ -106,7 +108,7 @@ plt.show()
 # $V$ of the next state *of the same episode*; where `terminated[t]` the next state is
 # terminal and its value is 0 whatever the critic says.
 
-# %% tags=["solution"]
+# %%
 def td_errors(rewards, values, next_values, terminated, gamma):
     return rewards + gamma * np.where(terminated, 0.0, next_values) - values
 
@@ -122,9 +124,10 @@ assert rc.exercises.check("td_errors", td_errors)
 # %% [markdown]
 # **Step 2: GAE.** Loop backwards over time, all copies at once. The carry is cut where an
 # episode ended: the vector environment has already started the next episode in the same
-# column, and its TD errors are none of this episode's business.
+# column, and its TD errors are none of this episode's business. (Try it: delete `keep[t]`
+# from the loop, rerun the next cell and read why the check fails; then put it back.)
 
-# %% tags=["solution"]
+# %%
 def my_gae(rewards, values, next_values, terminated, truncated, gamma=0.99, lam=0.95):
     deltas = td_errors(rewards, values, next_values, terminated, gamma)
     keep = 1.0 - (terminated | truncated)
@@ -146,6 +149,7 @@ np.testing.assert_allclose(mine[0], reference[0])
 np.testing.assert_allclose(mine[1], reference[1])
 print(f"my GAE matches rc.gae on a [{T}, {n}] rollout with "
       f"{int(test_term.sum())} terminations and {int(test_trunc.sum())} truncations")
+assert rc.exercises.check("gae", my_gae)
 
 # %% [markdown]
 # **Step 3: the A2C loss.** One forward pass gives logits and values. The actor's term pushes
@@ -354,19 +358,58 @@ assert abs(v_correct[-1] - 20.0) < 2.0 and v_biased[-1] < 17.0
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Easy: TD errors** (done in *Build it*; the check runs again below).
-# 2. **Medium: GAE.** Check your `my_gae`. Then delete `keep[t]` from the loop and read why
-#    the check fails.
+# 1. **Easy: what to bootstrap from.** Write `bootstrap_values(v_next_obs, v_final_obs,
+#    terminated, truncated)`, all `[T, n]`: the `next_values` a rollout stores, given the critic's
+#    values of the `obs` each step returned and of its `final_obs`. Which one does a step that is
+#    both terminated and truncated use?
+# 2. **Medium: n-step advantages.** Write `n_step_advantages(rewards, values, next_values,
+#    terminated, truncated, gamma, n)`: $\sum_{k=0}^{n-1}\gamma^k\delta_{t+k}$, cut at the end
+#    of $t$'s episode and at the rollout's end. GAE is a weighted average of these. Then
+#    measure the bias and spread of the n-step targets $G_0$ built on the poor critic of
+#    *The idea* and compare them with the $\lambda$ table there: $n = 1$ and an $n$ longer than
+#    any episode match $\lambda = 0$ and $\lambda = 1$. Why can an $n$ in between be noisier
+#    than either, when no $\lambda$ is?
 # 3. **Hard: the biased value, predicted.** Write `average_truncated_return(gamma, H)`, the mean
 #    over the $H$ steps of an episode of the discounted return left if the episode is cut at
 #    $H$ and the cut is treated as terminal: $\frac{1}{H}\sum_{k=1}^{H}\frac{1-\gamma^k}{1-\gamma}$.
 #    Compare it with the biased critic's $V(\text{upright})$.
 
-# %%
-assert rc.exercises.check("td_errors", td_errors)
+# %% tags=["solution"]
+def bootstrap_values(v_next_obs, v_final_obs, terminated, truncated):
+    return np.where(terminated, 0.0, np.where(truncated, v_final_obs, v_next_obs))
+
 
 # %%
-assert rc.exercises.check("gae", my_gae)
+assert rc.exercises.check("bootstrap_values", bootstrap_values)
+
+
+# %% tags=["solution"]
+def n_step_advantages(rewards, values, next_values, terminated, truncated, gamma, n):
+    deltas = td_errors(rewards, values, next_values, terminated, gamma)
+    done = terminated | truncated
+    advantages = np.zeros_like(deltas)
+    for t in range(len(deltas)):
+        still_running = np.ones(deltas.shape[1:])
+        for k in range(min(n, len(deltas) - t)):
+            advantages[t] += still_running * gamma**k * deltas[t + k]
+            still_running = still_running * (1.0 - done[t + k])
+    return advantages
+
+
+n_spread = {}
+for n_steps in (1, 5, 20, 200):
+    n_targets = n_step_advantages(rewards, poor_values, poor_values, terminated, truncated,
+                                  GAMMA, n_steps) + poor_values
+    n_spread[n_steps] = n_targets[0].std()
+    print(f"n = {n_steps:3d}: bias {n_targets[0].mean() - mc_returns.mean():+7.3f}   "
+          f"std {n_spread[n_steps]:6.3f}")
+# Whether the target includes gamma^n * 40 depends on whether the episode lasted n steps.
+assert n_spread[20] > max(n_spread[1], n_spread[200]) and max(spread) <= spread[-1]
+
+
+# %%
+assert rc.exercises.check("n_step_advantages", n_step_advantages)
+
 
 # %% tags=["solution"]
 def average_truncated_return(gamma, H):
@@ -374,11 +417,14 @@ def average_truncated_return(gamma, H):
     return float(np.mean((1 - gamma**steps_left) / (1 - gamma)))
 
 
-# %%
 predicted = average_truncated_return(GAMMA_DEMO, H)
-print(f"predicted biased value {predicted:.2f}; the critic learned about that: "
+print(f"predicted biased value {predicted:.2f}; the biased critic learned it within 20%: "
       f"{abs(v_biased[-1] - predicted) / predicted < 0.2}")
 assert abs(v_biased[-1] - predicted) / predicted < 0.2
+
+
+# %%
+assert rc.exercises.check("average_truncated_return", average_truncated_return)
 
 # %% [markdown]
 # ## Key terms
@@ -389,11 +435,12 @@ assert abs(v_biased[-1] - predicted) / predicted < 0.2
 # | advantage | "how good the action was" | an estimate of $Q(s,a) - V(s)$: here TD errors summed by GAE |
 # | TD error $\delta_t$ | "one-step advantage" | $r_t + \gamma(1-\text{terminated}_t)V(s_{t+1}) - V(s_t)$ |
 # | GAE($\lambda$) | "smoothed advantages" | $\sum_k(\gamma\lambda)^k\delta_{t+k}$ inside the episode; $\lambda$ trades bias for variance |
-# | A2C | "actor-critic" | one gradient step of $-\overline{\log\pi\,A} + c_v\overline{(V-G)^2}$ per batch from $n$ copies |
+# | A2C | "actor-critic" | one gradient step of $-\overline{\log\pi\,A} + c_v\tfrac{1}{2}\overline{(V-G)^2}$ per batch from $n$ copies |
 # | terminated | "game over" | the next state is terminal: worth 0, no bootstrap |
 # | truncated | "time's up" | the episode was cut: bootstrap from $V(\texttt{final\_obs})$ |
 # | `final_obs` | "the last observation" | the finished episode's last state; `obs` is already the next episode's first |
-#
+
+# %% [markdown]
 # ## Further reading
 #
 # - Schulman, Moritz, Levine, Jordan & Abbeel (2016), *High-Dimensional Continuous Control Using
@@ -404,5 +451,6 @@ assert abs(v_biased[-1] - predicted) / predicted < 0.2
 #   why time-limit truncation must be bootstrapped (or the time added to the observation).
 # - Sutton & Barto (2018), *Reinforcement Learning: An Introduction*, 2nd ed., chapter 13
 #   (actor-critic methods) and chapter 12 (λ-returns).
-# - Gymnasium's documentation on `terminated` and `truncated` (the API split made in 2022 for
-#   exactly this reason).
+# - Towers et al. (2024), *Gymnasium: A Standard Interface for Reinforcement Learning
+#   Environments*, arXiv:2407.17032: the API whose `terminated`/`truncated` split (made in 2022)
+#   exists for exactly this reason.

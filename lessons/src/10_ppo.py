@@ -52,7 +52,8 @@ def mean_exact_kl(params):
 
 
 def reuse_batch(objective, steps=60, lr=3e-3):
-    """Take `steps` Adam steps maximising mean(objective(ratio, adv)); the KL after each."""
+    """Take `steps` Adam steps maximising mean(objective(ratio, adv)): the KL after each step,
+    and the final parameters."""
     params, opt = params0, rc.Adam(lr)
     state = opt.init(params)
 
@@ -65,18 +66,19 @@ def reuse_batch(objective, steps=60, lr=3e-3):
         _, grads = rc.value_and_grad(loss)(params)
         params, state = opt.step(params, grads, state)
         kls.append(mean_exact_kl(params))
-    return np.array(kls)
+    return np.array(kls), params
 
 
-kl_plain = reuse_batch(lambda ratio, a: ratio * a)
+kl_plain, plain_params = reuse_batch(lambda ratio, a: ratio * a)
 for k in (1, 10, 30, 60):
     print(f"after {k:2d} steps on one batch: KL(old || new) = {kl_plain[k - 1]:.3f}")
+assert kl_plain[-1] > 1.0
 
 # %% [markdown]
 # The surrogate keeps rewarding the same moves: every step makes the good actions of this batch
 # more likely, without limit, because nothing in $r A$ says "you have moved far enough". A KL
-# of several nats means the new policy is nearly deterministic on actions chosen from one
-# batch of a random policy's noisy advantages, far outside the region where those advantages
+# of more than a nat, as printed after 60 steps, means the new policy has become far more
+# certain on actions chosen from one batch of a random policy's noisy advantages, far outside the region where those advantages
 # mean anything. The estimate was made for $\pi_\text{old}$; it is only trustworthy near it.
 
 # %% [markdown]
@@ -133,8 +135,10 @@ print(f"ratios before any update: min {ratio_of(new_log_probs, old_log_probs).mi
 # %% [markdown]
 # **Step 2: the clipped objective.** Write it for arrays of ratios and advantages, using
 # `rc.minimum` and `rc.clip` so that it also runs on traced values inside `value_and_grad`.
+# (Try it: replace `rc.minimum` with `rc.maximum`, rerun the next cell and read what the check
+# says; then put it back.)
 
-# %% tags=["solution"]
+# %%
 def clip_objective(ratio, advantages, eps):
     return rc.minimum(ratio * advantages, rc.clip(ratio, 1 - eps, 1 + eps) * advantages)
 
@@ -145,6 +149,7 @@ for a in (2.0, -2.0):
     print(f"A = {a:+.0f}:", np.round(clip_objective(test_ratios, np.full(5, a), 0.2), 3))
 np.testing.assert_allclose(clip_objective(test_ratios, np.full(5, 2.0), 0.2),
                            rc.ppo_clip_objective(test_ratios, np.full(5, 2.0), 0.2))
+assert rc.exercises.check("ppo_clip_objective", clip_objective)
 
 # %% [markdown]
 # **Step 3: the loss on a minibatch.** One forward pass gives logits and values; the policy
@@ -182,9 +187,10 @@ print(inspect.getsource(rc.ppo))
 # Back to the problem: the same 60 steps on one batch, with the clipped objective.
 
 # %%
-kl_clipped = reuse_batch(lambda ratio, a: clip_objective(ratio, a, 0.2))
+kl_clipped, clipped_params = reuse_batch(lambda ratio, a: clip_objective(ratio, a, 0.2))
 for k in (1, 10, 30, 60):
     print(f"after {k:2d} steps: KL plain {kl_plain[k - 1]:.3f}   KL clipped {kl_clipped[k - 1]:.4f}")
+assert kl_clipped[-1] < kl_plain[-1] / 10
 
 # %% [markdown]
 # Once a sample's ratio has crossed the clip boundary its gradient is zero, so after a few
@@ -265,6 +271,9 @@ reached = bool(np.nanmax(result.mean_returns) >= 475)
 print(f"mean of 20 training episodes reached 475 within 50k steps: {reached}")
 print(f"greedy policy, 10 evaluation episodes, mean return: {evaluation.mean:.0f}")
 assert reached and evaluation.mean == 500.0
+fifth = len(result.approx_kl) // 5
+assert np.median(result.clip_fraction) < 0.5 and np.max(result.approx_kl) < 0.05
+assert np.mean(result.approx_kl[-fifth:]) < np.mean(result.approx_kl[:fifth])
 
 # %%
 ax = rc.learning_curve(result, target=475)
@@ -273,15 +282,15 @@ plt.show()
 
 # %% [markdown]
 # **The diagnostics.** PPO logs, per update: `approx_kl` (how far each update moved the policy),
-# `clip_fraction` (the share of samples whose ratio left the clip range, i.e. whose gradient
-# the clip switched off), `entropy` (how random the policy still is) and
+# `clip_fraction` (the share of samples whose ratio left the clip range; those on the side
+# their advantage favours no longer push), `entropy` (how random the policy still is) and
 # `explained_variance` $= 1 - \mathrm{Var}(G - V)/\mathrm{Var}(G)$ (how much of the returns the
 # critic predicts: 1 is perfect, 0 is no better than a constant).
 
 # %%
 axes = rc.ppo_diagnostics(result)
 axes[0, 0].set_title("KL stays small and shrinks as lr and clip anneal")
-axes[0, 1].set_title("a few percent of samples are clipped")
+axes[0, 1].set_title("the clip holds back a minority of samples")
 axes[1, 0].set_title("entropy falls: the policy commits")
 axes[1, 1].set_title("the critic learns to predict returns")
 plt.tight_layout()
@@ -307,15 +316,18 @@ for lr, r in runs.items():
 
 # %%
 kl_ratio = np.median(runs[3e-2].approx_kl) / np.median(runs[1e-3].approx_kl)
+clip_ratio = np.median(runs[3e-2].clip_fraction) / np.median(runs[1e-3].clip_fraction)
 print(f"the large learning rate's median KL is more than 3x the preset's: {kl_ratio > 3}")
-assert kl_ratio > 3
+print(f"its median clip fraction more than 2x, its final entropy lower: {clip_ratio > 2}, "
+      f"{runs[3e-2].entropy[-1] < runs[1e-3].entropy[-1]}")
+assert kl_ratio > 3 and clip_ratio > 2 and runs[3e-2].entropy[-1] < runs[1e-3].entropy[-1]
 
 # %%
 axes = rc.ppo_diagnostics(list(runs.values()), labels=[f"lr {lr:g}" for lr in runs])
 axes[0, 0].set_title("lr 3e-2: KL spikes")
 axes[0, 1].set_title("and far more samples are clipped")
 axes[1, 0].set_title("entropy collapses early")
-axes[1, 1].set_title("explained variance")
+axes[1, 1].set_title("explained variance does not flag it")
 plt.tight_layout()
 plt.show()
 
@@ -336,16 +348,33 @@ plt.show()
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Easy: the clipped objective.** Run the check on your `clip_objective` from *Build it*;
-#    then replace `rc.minimum` with `rc.maximum` and read what the check says.
+# 1. **Easy: the clip fraction.** Write `clip_fraction(ratio, eps)`: the share of samples whose
+#    ratio lies outside $[1-\epsilon, 1+\epsilon]$. Measure it, for $\epsilon = 0.2$, on the
+#    batch of *The problem* after the 60 plain and the 60 clipped steps: how much of the batch
+#    did each leave outside the range?
 # 2. **Medium: an approximate KL.** Write `approx_kl(new_log_probs, old_log_probs)`: the mean
 #    over samples of $(r - 1) - \log r$ with $r = \exp(\text{new} - \text{old})$.
-# 3. **Hard: stop when the policy moves too far.** Use `callback` to stop training once an
-#    update's `approx_kl` exceeds 0.02, with `lr=3e-2` and the 12 000-step settings above.
-#    Return the number of updates done and confirm it is fewer than the full run's.
+# 3. **Hard: a clipped value loss.** Many PPO implementations (Huang et al., 2022) clip the critic
+#    too: with $V_\text{old}$ the values stored at collection time,
+#    $V_\text{clip} = V_\text{old} + \operatorname{clip}(V - V_\text{old}, -\epsilon, \epsilon)$ and the
+#    loss is $\tfrac{1}{2}\overline{\max\big((V - G)^2, (V_\text{clip} - G)^2\big)}$. Write
+#    `clipped_value_loss(values, old_values, returns, eps)`. Why a `max` here where
+#    $L^\text{CLIP}$ has a `min`? Check on the batch of *The problem* that it is never below the
+#    plain value loss. (The studies by Engstrom et al. and Andrychowicz et al. found it does not
+#    reliably help, which is why `rc.ppo` leaves it out.)
+
+# %% tags=["solution"]
+def clip_fraction(ratio, eps):
+    return float(np.mean(np.abs(np.asarray(ratio) - 1.0) > eps))
+
+
+for name, p in (("plain", plain_params), ("clipped", clipped_params)):
+    moved_log_probs = rc.categorical_log_prob(model(p, obs)[0], actions)
+    print(f"after 60 {name} steps: clip fraction "
+          f"{clip_fraction(ratio_of(moved_log_probs, old_log_probs), 0.2):.3f}")
 
 # %%
-assert rc.exercises.check("ppo_clip_objective", clip_objective)
+assert rc.exercises.check("clip_fraction", clip_fraction)
 
 # %% tags=["solution"]
 def approx_kl(new_log_probs, old_log_probs):
@@ -356,18 +385,26 @@ def approx_kl(new_log_probs, old_log_probs):
 # %%
 assert rc.exercises.check("approx_kl", approx_kl)
 
+
 # %% tags=["solution"]
-def updates_until_kl(limit=0.02):
-    model, params = rc.make_actor_critic(4, 2, seed=SEED)
-    result = rc.ppo(rc.CartPole(n=8, seed=SEED), model, params, seed=SEED, progress=False,
-                    callback=lambda info: info["approx_kl"] <= limit, **dict(short, lr=3e-2))
-    return result.updates
+def clipped_value_loss(values, old_values, returns, eps):
+    clipped = old_values + np.clip(values - old_values, -eps, eps)
+    return float(0.5 * np.mean(np.maximum((values - returns) ** 2, (clipped - returns) ** 2)))
+
+
+_, batch_returns = rc.gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
+                          batch.truncated, gamma=0.99, lam=0.95)
+old_values, batch_returns = batch.values.reshape(-1), batch_returns.reshape(-1)
+for shift in (0.0, 0.1, 1.0, -3.0):
+    moved = old_values + shift
+    plain = 0.5 * np.mean((moved - batch_returns) ** 2)
+    clipped_loss = clipped_value_loss(moved, old_values, batch_returns, 0.2)
+    print(f"critic moved by {shift:+.1f}: plain value loss {plain:8.3f}, clipped {clipped_loss:8.3f}")
+    assert clipped_loss >= plain
 
 
 # %%
-stopped_after = updates_until_kl()
-assert stopped_after < runs[3e-2].updates
-print(f"stopped early: {stopped_after < runs[3e-2].updates}")
+assert rc.exercises.check("clipped_value_loss", clipped_value_loss)
 
 # %% [markdown]
 # ## Key terms
@@ -382,7 +419,8 @@ print(f"stopped early: {stopped_after < runs[3e-2].updates}")
 # | approx KL | "the KL" | mean of $(r-1) - \log r$ over samples: an estimate of KL(old ‖ new), $\ge 0$ |
 # | clip fraction | "how much got clipped" | share of samples with $\|r - 1\| > \epsilon$ |
 # | explained variance | "critic quality" | $1 - \mathrm{Var}(G - V)/\mathrm{Var}(G)$ on the batch |
-#
+
+# %% [markdown]
 # ## Further reading
 #
 # - Schulman, Wolski, Dhariwal, Radford & Klimov (2017), *Proximal Policy Optimization
@@ -396,4 +434,5 @@ print(f"stopped early: {stopped_after < runs[3e-2].updates}")
 #   PPO's performance comes from code-level choices rather than the clip.
 # - Andrychowicz et al. (2021), *What Matters in On-Policy Reinforcement Learning?*, ICLR: a
 #   large study of PPO's hyperparameters, with recommended defaults.
-# - Raffin et al., *RL Baselines3 Zoo*: the tuned CartPole settings used by `PPO_CARTPOLE`.
+# - Raffin (2020), *RL Baselines3 Zoo*, GitHub repository (DLR-RM/rl-baselines3-zoo): the tuned
+#   CartPole settings used by `PPO_CARTPOLE`.
