@@ -2,7 +2,8 @@
 
 The floor is the same network's backward pass written by hand in numpy: the fewest array
 operations the job needs. Run: ``python benchmarks/autodiff_mlp.py``. Prints microseconds per
-step (best of repeats, the least disturbed by other load) for both, in float32 and float64, and their ratio (goal: <= 1.5).
+step (best of repeats, the least disturbed by other load) for both, in float32 and float64, and
+their ratio (goal: <= 1.5).
 """
 
 import time
