@@ -22,7 +22,7 @@ def readme_commands():
 def test_readme_opens_with_the_run_and_the_test_command():
     run, test = readme_commands()[:2]
     assert run.endswith("jupyter lab lessons/") and 'pip install -e ".[dev]"' in run
-    assert test.endswith("&& pytest") and 'pip install -e ".[dev]"' in test
+    assert test.endswith("&& pytest") and 'pip install -e ".[dev,gym]"' in test
 
 
 def test_ci_runs_exactly_the_readme_test_command_and_ruff():
