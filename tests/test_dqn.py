@@ -1,5 +1,5 @@
 """DQN: targets (terminal vs truncation, Double DQN), Huber, the replay buffer, what the loop
-stores, determinism, bad input, and learning CartPole on three seeds."""
+stores, determinism, bad input, learning CartPole on three seeds, and keep-best evaluation."""
 
 import inspect
 import sys
@@ -215,3 +215,90 @@ def test_dqn_solves_cartpole_within_50k_steps(seed):
 def test_defaults_are_the_cartpole_preset():
     defaults = {k: v.default for k, v in inspect.signature(rc.dqn).parameters.items()}
     assert {k: defaults[k] for k in rc.DQN_CARTPOLE} == rc.DQN_CARTPOLE
+
+
+def _keep_best_run(**extra):
+    """8k steps on a small net: long enough for the greedy score to rise and fall again."""
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    return rc.dqn(CartPole(), model, rc.mlp_init([4, 32, 2], seed=0), 8_000, learning_starts=500,
+                  train_freq=100, gradient_steps=50, target_update=50, exploration_fraction=0.3,
+                  seed=1, **extra)
+
+
+def _assert_best_is_honest(res, eval_env, episodes, eval_seed):
+    model = lambda p, o: rc.mlp(p, o, "relu")
+
+    def score(params):
+        return rc.evaluate(eval_env, rc.greedy_policy(model, params), episodes, seed=eval_seed).mean
+
+    assert res.best_eval == max(res.eval_returns), "best_eval must be the best recorded evaluation"
+    assert res.best_step == res.eval_steps[np.argmax(res.eval_returns)]
+    assert score(res.best_params) == res.best_eval, "best_params must score what best_eval says"
+    assert score(res.params) == res.eval_returns[-1], "the last evaluation is of the final params"
+
+
+def test_keep_best_returns_the_params_of_the_best_evaluation():
+    seen = {}
+    res = _keep_best_run(eval_env=CartPole(n=5), eval_every=500, eval_episodes=10, eval_seed=7,
+                         keep_best=True, callback=lambda info: seen.update({info["step"]: info["params"]}))
+    np.testing.assert_array_equal(res.eval_steps, np.arange(500, 8_001, 500))
+    # The run must rise and fall for the test to mean anything: the final params are not the best.
+    assert res.eval_returns[-1] < res.best_eval
+    _assert_best_is_honest(res, CartPole(n=5), 10, 7)
+    # Each recorded score is the deterministic evaluation of the params at that step.
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    for step, recorded in zip(res.eval_steps[:4], res.eval_returns[:4]):
+        again = rc.evaluate(CartPole(n=5), rc.greedy_policy(model, seen[step]), 10, seed=7).mean
+        assert again == recorded
+
+
+def test_planted_bug_best_params_left_as_the_final_ones_is_caught():
+    res = _keep_best_run(eval_env=CartPole(n=5), eval_every=500, eval_episodes=10, eval_seed=7,
+                         keep_best=True)
+    res.best_params = res.params
+    with pytest.raises(AssertionError, match="best_params"):
+        _assert_best_is_honest(res, CartPole(n=5), 10, 7)
+
+
+def test_evaluation_does_not_change_training():
+    plain = _short_run(5)
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    watched = rc.dqn(CartPole(), model, rc.mlp_init([4, 16, 2], seed=0), 1_500, learning_starts=500,
+                     train_freq=100, gradient_steps=20, target_update=20, seed=5,
+                     eval_env=CartPole(n=2), eval_every=300, keep_best=True)
+    np.testing.assert_array_equal(plain.losses, watched.losses)
+    for x, y in zip(ad.tree_leaves(plain.params), ad.tree_leaves(watched.params)):
+        np.testing.assert_array_equal(x, y)
+    assert plain.best_params is None and len(plain.eval_returns) == 0
+
+
+def test_keep_best_bad_input_raises():
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    params = rc.mlp_init([4, 8, 2], seed=0)
+    with pytest.raises(ValueError, match="keep_best"):
+        rc.dqn(CartPole(), model, params, 100, keep_best=True)
+    env = CartPole()
+    with pytest.raises(ValueError, match="eval_env"):
+        rc.dqn(env, model, params, 100, eval_env=env)
+    with pytest.raises(ValueError, match="eval_every"):
+        rc.dqn(CartPole(), model, params, 100, eval_env=CartPole(), eval_every=0)
+
+
+def test_anneal_lr_falls_linearly_to_zero_at_total_steps(monkeypatch):
+    used = []
+    real_step = rc.Adam.step
+
+    def recording_step(self, params, grads, state, lr=None):
+        used.append(self.lr if lr is None else lr)
+        return real_step(self, params, grads, state, lr=lr)
+
+    monkeypatch.setattr(rc.Adam, "step", recording_step)
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 1_000, lr=1e-3, learning_starts=250,
+           train_freq=250, gradient_steps=2, anneal_lr=True)
+    # Phases at steps 250, 500, 750, 1000 use the rate 250 steps earlier: 1, 3/4, 1/2, 1/4 of lr.
+    np.testing.assert_allclose(used, np.repeat(1e-3 * np.array([1.0, 0.75, 0.5, 0.25]), 2))
+    used.clear()
+    rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 1_000, lr=1e-3, learning_starts=250,
+           train_freq=250, gradient_steps=2)
+    assert used == [1e-3] * 8
