@@ -2,8 +2,13 @@
 
 Prints, per seed: the environment steps and training wall time until the mean of the last 20
 training episodes first reaches 475 and until the greedy policy first scores 475 on 10 fresh
-episodes (evaluated every 2,560 steps; evaluation time is not counted as training time); the
-wall time of all 50,000 steps; the final greedy evaluation; and the process's peak memory.
+episodes (``rc.dqn``'s own evaluation every 2,560 steps, ``eval_seed=1000``; evaluation time is
+not counted as training time); the wall time of all 50,000 steps; what the run ends with (the
+mean of its last 20 training episodes and the final params' greedy score); and what
+``keep_best=True`` returns (the best recorded score, and the step it was taken at). Every
+"final" and "best re-eval" figure is a greedy evaluation on 10 episodes from
+``reset(seed=12345)``, seeds no evaluation during training used, so the best params' score is
+not inflated by having been selected on the same episodes. Then the process's peak memory.
 Compares with Stable-Baselines3's DQN only if that package happens to be installed.
 
     python benchmarks/dqn_cartpole.py [--steps 50000] [--seeds 0 1 2]
@@ -20,6 +25,7 @@ import numpy as np
 import rlcourse as rc
 
 EVAL_EVERY = 2_560
+FRESH_SEED = 12_345
 MARK = 475.0
 
 
@@ -27,35 +33,64 @@ def q_net(params, obs):
     return rc.mlp(params, obs, "relu")
 
 
+class TimedEnv:
+    """Forwards to a CartPole and adds up the wall time from each ``reset`` to the last ``step``
+    after it: the time of one ``rc.evaluate`` call, which resets once and then only steps."""
+
+    def __init__(self, env):
+        self.env, self.seconds = env, 0.0
+        self.n, self.num_actions = env.n, env.num_actions
+        self.observation_shape = env.observation_shape
+        self._start = self._last = None
+
+    def reset(self, seed=None):
+        if self._start is not None:
+            self.seconds += self._last - self._start
+        self._start = self._last = time.perf_counter()
+        return self.env.reset(seed=seed)
+
+    def step(self, actions):
+        out = self.env.step(actions)
+        self._last = time.perf_counter()
+        return out
+
+    def total(self) -> float:
+        return self.seconds + (0.0 if self._start is None else self._last - self._start)
+
+
+def fresh_score(params) -> float:
+    return rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, params), 10, seed=FRESH_SEED).mean
+
+
 def run_seed(seed: int, steps: int) -> dict:
-    clock = {"eval": 0.0, "start": time.perf_counter()}
-    marks = {"trained": [], "eval_first": None}
+    eval_env = TimedEnv(rc.CartPole(n=10))
+    trained = []  # (step, training seconds so far) at every callback
+    start = time.perf_counter()
 
     def callback(info):
-        now = time.perf_counter()
-        marks["trained"].append((info["step"], now - clock["start"] - clock["eval"]))
-        if info["step"] % EVAL_EVERY == 0 and marks["eval_first"] is None:
-            score = rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, info["params"]), 10,
-                                seed=1_000).mean
-            if score >= MARK:
-                marks["eval_first"] = (info["step"], now - clock["start"] - clock["eval"])
-            clock["eval"] += time.perf_counter() - now
+        trained.append((info["step"], time.perf_counter() - start - eval_env.total()))
         return True
 
     result = rc.dqn(rc.CartPole(), q_net, rc.mlp_init([4, 64, 64, 2], seed=seed), steps,
-                    **rc.DQN_CARTPOLE, seed=seed, callback=callback)
-    total = time.perf_counter() - clock["start"] - clock["eval"]
-    final = rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, result.params), 10, seed=12_345).mean
+                    **rc.DQN_CARTPOLE, seed=seed, callback=callback, eval_env=eval_env,
+                    eval_every=EVAL_EVERY, keep_best=True)
+    total = time.perf_counter() - start - eval_env.total()
+
+    def seconds_at(step):
+        # Training time at that step: the first callback time at or after it (every 256 steps).
+        return next((t for s, t in trained if s >= step), total)
+
     returns, ends = result.episode_returns, result.episode_end_steps
     mean20 = np.array([returns[max(0, i - 19):i + 1].mean() for i in range(len(returns))])
     reached = np.flatnonzero((np.arange(len(returns)) >= 19) & (mean20 >= MARK))
-    train_mark = None
-    if reached.size:
-        step = int(ends[reached[0]])
-        # Training time at that step: the first callback time at or after it (every 256 steps).
-        train_mark = (step, next(t for s, t in marks["trained"] if s >= step))
-    return {"seed": seed, "total": total, "final": final, "train_mark": train_mark,
-            "eval_mark": marks["eval_first"], "grad_steps": len(result.losses)}
+    train_mark = None if not reached.size else (int(ends[reached[0]]), seconds_at(ends[reached[0]]))
+    solved = np.flatnonzero(result.eval_returns >= MARK)
+    eval_mark = None if not solved.size else (int(result.eval_steps[solved[0]]),
+                                              seconds_at(result.eval_steps[solved[0]]))
+    return {"total": total, "train_mark": train_mark, "eval_mark": eval_mark,
+            "last20": float(returns[-20:].mean()), "final": fresh_score(result.params),
+            "best": result.best_eval, "best_step": result.best_step,
+            "best_fresh": fresh_score(result.best_params)}
 
 
 def fmt(mark):
@@ -84,15 +119,21 @@ def main() -> None:
     args = parser.parse_args()
     print(f"DQN on CartPole, {args.steps:,d} steps, settings {rc.DQN_CARTPOLE}")
     print(f"{'seed':>4}  {'last-20 mean >= 475':>26}  {'greedy eval >= 475':>26}  "
-          f"{'all steps':>9}  {'final eval':>10}  {'peak RSS':>8}")
-    totals = []
+          f"{'all steps':>9}  {'last-20':>7}  {'final':>6}  {'best (step)':>15}  "
+          f"{'best re-eval':>12}  {'peak RSS':>8}")
+    rows = []
     for seed in args.seeds:
         r = run_seed(seed, args.steps)
-        totals.append(r["total"])
+        rows.append(r)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        best = f"{r['best']:.1f} ({r['best_step']:,d})"
         print(f"{seed:>4}  {fmt(r['train_mark']):>26}  {fmt(r['eval_mark']):>26}  "
-              f"{r['total']:>7.1f} s  {r['final']:>10.1f}  {peak_mb:>5.0f} MB", flush=True)
-    print(f"mean wall time for {args.steps:,d} steps: {np.mean(totals):.1f} s "
+              f"{r['total']:>7.1f} s  {r['last20']:>7.1f}  {r['final']:>6.1f}  {best:>15}  "
+              f"{r['best_fresh']:>12.1f}  {peak_mb:>5.0f} MB", flush=True)
+    print(f"mean over seeds: last-20 {np.mean([r['last20'] for r in rows]):.1f}, "
+          f"final {np.mean([r['final'] for r in rows]):.1f}, "
+          f"best re-eval {np.mean([r['best_fresh'] for r in rows]):.1f}")
+    print(f"mean wall time for {args.steps:,d} steps: {np.mean([r['total'] for r in rows]):.1f} s "
           f"(reference: SB3's DQN took 70 s for 50k steps on this machine)")
     sb3 = sb3_time(args.steps)
     print("stable-baselines3 not installed: no live comparison" if sb3 is None

@@ -224,7 +224,10 @@ plt.show()
 # %% [markdown]
 # The evaluations (printed above) jump around: DQN on CartPole is known to reach 500 and then forget it for a
 # while, because a near-perfect policy fills the buffer with only "upright" states. Evaluate
-# the greedy policy, keep the best parameters, and do not read much into a single run.
+# the greedy policy, keep the best parameters, and do not read much into a single run:
+# `rc.dqn(..., eval_env=rc.CartPole(n=10), keep_best=True)` does the first two for you and
+# returns `best_params` next to the final `params`. Its `best_eval` is the best of many noisy
+# scores on the same episodes, so re-evaluate `best_params` on other seeds before you quote it.
 #
 # **Double DQN's fix, measured.** Take a state where every action is truly worth 0 and two
 # independent noisy estimates (online and target) of each action's value. The max of one
@@ -268,7 +271,7 @@ plt.show()
 # | values near the end of episodes too high | bootstrapping through `terminated` | multiply the bootstrap by `1 - terminated` |
 # | values near the time limit too low | treating `truncated` as terminal | store `terminated` only; truncation bootstraps from `final_obs` |
 # | next state is a fresh start state | storing `obs` after an autoreset | store `final_obs` as the next observation |
-# | learning, then sudden collapse | buffer full of one kind of state; lr too high | evaluate often and keep the best; larger buffer; lower lr |
+# | learning, then sudden collapse | buffer full of one kind of state; lr too high | evaluate often and keep the best (`keep_best=True`); larger buffer; lower lr |
 # | nothing learned for a long time | epsilon decays too slowly or learning starts late | decay epsilon over ~10-20% of training |
 
 # %% [markdown]
