@@ -88,7 +88,14 @@ def test_student_copies_still_run_top_to_bottom(path):
             defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
             defined |= {t.id for n in tree.body if isinstance(n, ast.Assign)
                         for t in n.targets if isinstance(t, ast.Name)}
-        elif defined and "exercises.check(" not in source:
+        elif section == "Exercises" and "exercises.check(" in source:
+            for statement in ast.parse(source).body:
+                call = statement.test if isinstance(statement, ast.Assert) else statement
+                call = call.value if isinstance(call, ast.Expr) else call
+                assert isinstance(call, ast.Call) and ast.unparse(call.func).endswith(
+                    "exercises.check"), (f"{path.name}: a check cell may hold only exercise "
+                                         f"checks, found: {ast.unparse(statement)[:80]}")
+        elif defined:
             used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)} & defined
             assert not used, f"{path.name}: {sorted(used)} from a solution cell used outside a check"
 

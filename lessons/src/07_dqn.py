@@ -295,12 +295,13 @@ def soft_update(target, online, tau):
     return (1 - tau) * target + tau * online
 
 
-# %%
-assert rc.exercises.check("soft_update", soft_update)
 target_vec = np.zeros(3)
 for _ in range(100):
     target_vec = soft_update(target_vec, np.ones(3), 0.01)
 print(f"after 100 updates with tau = 0.01: {target_vec[0]:.3f} (1 - 1/e = {1 - np.exp(-1):.3f})")
+
+# %%
+assert rc.exercises.check("soft_update", soft_update)
 
 # %% [markdown]
 # The target has come $1 - (1-\tau)^{1/\tau} \approx 1 - e^{-1}$ of the way: a soft update with
@@ -321,10 +322,6 @@ def stable_gamma_range(alpha):
     return max(0.0, 0.5 - 1.0 / alpha), 0.5
 
 
-# %%
-assert rc.exercises.check("stable_gamma_range", stable_gamma_range)
-
-
 def w_after(gamma, alpha, steps=200):
     w = 1.0
     for _ in range(steps):
@@ -338,6 +335,9 @@ for alpha in (0.1, 3.0):
     print(f"alpha {alpha}: derived range [{low:.3f}, {high:.3f}], "
           f"bounded on a grid of 101 gammas: [{min(bounded):.2f}, {max(bounded):.2f}]")
     assert low - 0.01 <= min(bounded) <= low + 0.01 and abs(max(bounded) - high) < 1e-9
+
+# %%
+assert rc.exercises.check("stable_gamma_range", stable_gamma_range)
 
 # %% [markdown]
 # ## Key terms

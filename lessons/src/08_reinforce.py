@@ -294,12 +294,12 @@ def leave_one_out_weights(returns, mask):
     return np.where(mask, g - b, 0.0)
 
 
-# %%
-assert rc.exercises.check("leave_one_out_weights", leave_one_out_weights)
 np.testing.assert_allclose(leave_one_out_weights(rc.reinforce_weights(rews, mask, 0.99, baseline=False), mask),
                            rc.reinforce_weights(rews, mask, 0.99), atol=1e-9)
 print("matches rc.reinforce_weights on the 300 CartPole episodes")
 
+# %%
+assert rc.exercises.check("leave_one_out_weights", leave_one_out_weights)
 
 # %% tags=["solution"]
 def corridor_episode_gradient(went_right, p):
@@ -327,12 +327,13 @@ def corridor_gradient_ascent(steps=200, episodes=200, lr=0.01, rng=rng):
     return 1 / (1 + np.exp(-theta))
 
 
-# %%
-assert rc.exercises.check("corridor_episode_gradient", corridor_episode_gradient)
 p_learned = corridor_gradient_ascent()
 best_p = ps[values.argmax()]
 print(f"learned p within 0.1 of the best {best_p:.2f}: {abs(p_learned - best_p) < 0.1}")
 assert abs(p_learned - best_p) < 0.1
+
+# %%
+assert rc.exercises.check("corridor_episode_gradient", corridor_episode_gradient)
 
 # %% [markdown]
 # ## Key terms
