@@ -59,6 +59,14 @@ def as_bool_array(name: str, x) -> np.ndarray:
     raise TypeError(f"{name}: expected booleans (or 0/1), got dtype {arr.dtype}")
 
 
+def check_count(name: str, value, low: int = 1) -> int:
+    """``value`` as an int, rejecting bools, floats and anything below ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        expected = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    return int(value)
+
+
 def check_shape(name: str, arr: np.ndarray, shape: tuple, against: str | None = None) -> None:
     """Raise unless ``arr.shape == shape``; ``against`` names what fixed the expected shape."""
     if tuple(arr.shape) != tuple(shape):

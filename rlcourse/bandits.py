@@ -12,15 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, as_int_array, check_probability, check_shape
+from ._checks import as_float_array, as_int_array, check_count, check_probability, check_shape
 
 __all__ = ["EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit", "BanditResult"]
 
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
 
 
 def _random_argmax(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -33,8 +28,8 @@ class _Agent:
     """Shared bookkeeping: ``arms``, ``n`` and the validation of ``update``'s arguments."""
 
     def __init__(self, arms, n):
-        self.arms = _positive_int("arms", arms)
-        self.n = _positive_int("n", n)
+        self.arms = check_count("arms", arms)
+        self.n = check_count("n", n)
         self.reset()
 
     def _check_update(self, actions, rewards):
@@ -203,7 +198,7 @@ def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     result bit for bit; the agent's generator is derived from ``seed`` but independent of the
     env's. Average over copies (axis 1) for the usual learning curves.
     """
-    steps = _positive_int("steps", steps)
+    steps = check_count("steps", steps)
     if agent.n != env.n or agent.arms != env.num_actions:
         raise ValueError(
             f"agent: expected n={env.n} copies and arms={env.num_actions} (from env), "

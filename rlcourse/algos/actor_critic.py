@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autodiff as ad
-from .._checks import check_probability
+from .._checks import check_count, check_probability
 from ..blas import single_thread_blas
 from ..optim import Adam, clip_by_global_norm
 from ..returns import _gae
@@ -68,9 +68,7 @@ def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 
     from nothing. Returns a :class:`~rlcourse.algos.training.TrainResult` (``approx_kl`` and
     ``clip_fraction`` are NaN: A2C has no ratio).
     """
-    for name, value in (("total_steps", total_steps), ("rollout", rollout)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    total_steps, rollout = check_count("total_steps", total_steps), check_count("rollout", rollout)
     gamma, lam = check_probability("gamma", gamma), check_probability("lam", lam)
     if max_grad_norm is not None and not max_grad_norm > 0:
         raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")

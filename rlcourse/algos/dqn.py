@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import autodiff as ad
-from .._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+from .._checks import (
+    as_bool_array,
+    as_float_array,
+    as_int_array,
+    check_count,
+    check_probability,
+    check_shape,
+)
 from ..blas import single_thread_blas
 from ..optim import Adam, clip_by_global_norm, linear_schedule
 from .evaluate import evaluate, greedy_policy
@@ -188,11 +195,6 @@ class DQNResult:
     best_step: int | None = None
 
 
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
-
 
 @single_thread_blas()
 def dqn(
@@ -254,12 +256,12 @@ def dqn(
     draws a status line on stderr; ``None`` means "only in an interactive terminal". The same
     ``seed`` gives bit-identical results.
     """
-    total_steps = _check_positive_int("total_steps", total_steps)
-    buffer_size = _check_positive_int("buffer_size", buffer_size)
-    batch_size = _check_positive_int("batch_size", batch_size)
-    train_freq = _check_positive_int("train_freq", train_freq)
-    gradient_steps = _check_positive_int("gradient_steps", gradient_steps)
-    target_update = _check_positive_int("target_update", target_update)
+    total_steps = check_count("total_steps", total_steps)
+    buffer_size = check_count("buffer_size", buffer_size)
+    batch_size = check_count("batch_size", batch_size)
+    train_freq = check_count("train_freq", train_freq)
+    gradient_steps = check_count("gradient_steps", gradient_steps)
+    target_update = check_count("target_update", target_update)
     if isinstance(learning_starts, bool) or not isinstance(learning_starts, (int, np.integer)) \
             or learning_starts < 0:
         raise ValueError(f"learning_starts: expected an int >= 0, got {learning_starts!r}")
@@ -274,8 +276,8 @@ def dqn(
         raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm}")
     if not callable(model):
         raise TypeError(f"model: expected a function (params, obs) -> q, got {type(model).__name__}")
-    eval_every = _check_positive_int("eval_every", eval_every)
-    eval_episodes = _check_positive_int("eval_episodes", eval_episodes)
+    eval_every = check_count("eval_every", eval_every)
+    eval_episodes = check_count("eval_episodes", eval_episodes)
     if eval_env is env:
         raise ValueError("eval_env: expected a separate environment; evaluating on the training "
                          "env would reset its episodes mid-run")

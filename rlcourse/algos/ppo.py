@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autodiff as ad
-from .._checks import check_probability
+from .._checks import check_count, check_probability
 from ..blas import single_thread_blas
 from ..nn import mlp_init
 from ..optim import Adam, clip_by_global_norm
@@ -136,11 +136,6 @@ def make_actor_critic(obs_dim: int, num_actions: int, hidden=(64, 64), seed=0, d
     return actor_critic_model, params
 
 
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
-
 
 @single_thread_blas()
 def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epochs: int = 4,
@@ -166,10 +161,10 @@ def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epoc
     notebook), True/False force it. The env is reset with ``seed``; the same seed gives the
     same result bit for bit. Returns a :class:`~rlcourse.algos.training.TrainResult`.
     """
-    total_steps = _check_positive_int("total_steps", total_steps)
-    rollout = _check_positive_int("rollout", rollout)
-    epochs = _check_positive_int("epochs", epochs)
-    minibatch = _check_positive_int("minibatch", minibatch)
+    total_steps = check_count("total_steps", total_steps)
+    rollout = check_count("rollout", rollout)
+    epochs = check_count("epochs", epochs)
+    minibatch = check_count("minibatch", minibatch)
     gamma, lam, clip = (check_probability(k, v) for k, v in (("gamma", gamma), ("lam", lam),
                                                                 ("clip", clip)))
     if max_grad_norm is not None and not max_grad_norm > 0:
