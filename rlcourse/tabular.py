@@ -313,6 +313,16 @@ def _clear_traces(traces):
 # Prediction: learn V of a fixed policy.
 
 
+def _visited(keys: list, returns, first_visit: bool):
+    """``(key, G_t)`` for the steps Monte Carlo updates: every step, or only each key's first."""
+    if not first_visit:
+        return zip(keys, returns)
+    first = {}
+    for t, key in enumerate(keys):
+        first.setdefault(key, t)
+    return ((key, g) for t, (key, g) in enumerate(zip(keys, returns)) if first[key] == t)
+
+
 def mc_prediction(env, policy, episodes, gamma, first_visit=True, seed=0, alpha=None, init=0.0):
     """Monte Carlo prediction of ``V^policy``: move ``V(s_t)`` towards the return ``G_t``.
 
@@ -346,12 +356,7 @@ def mc_prediction(env, policy, episodes, gamma, first_visit=True, seed=0, alpha=
             s = s_next
         final_value = _bootstrap(V[:, s_final].copy(), terminated)
         returns = _mc_returns(rewards, gamma, final_value)
-        first = {}
-        for t, state in enumerate(states):
-            first.setdefault(state, t)
-        for t, (state, g) in enumerate(zip(states, returns)):
-            if first_visit and first[state] != t:
-                continue
+        for state, g in _visited(states, returns, first_visit):
             if alphas is None:
                 counts[state] += 1.0
                 V[:, state] += (g - V[:, state]) / counts[state]
@@ -530,12 +535,7 @@ def mc_control(env, episodes, gamma=0.99, epsilon=0.1, first_visit=True, seed=0,
             s = s_next
         final_value = _bootstrap(_epsilon_greedy_expectation(Q[s_final], epsilon), terminated)
         returns = _mc_returns(rewards, gamma, final_value)
-        first = {}
-        for t, pair in enumerate(pairs):
-            first.setdefault(pair, t)
-        for t, (pair, g) in enumerate(zip(pairs, returns)):
-            if first_visit and first[pair] != t:
-                continue
+        for pair, g in _visited(pairs, returns, first_visit):
             counts[pair] += 1.0
             step = 1.0 / counts[pair] if alpha is None else alpha
             Q[pair] += step * (g - Q[pair])

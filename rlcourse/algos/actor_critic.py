@@ -74,9 +74,7 @@ def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 
         raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
     opt = Adam(lr) if opt is None else opt
     rng = np.random.default_rng(seed)
-    layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
-    theta = {"theta": layout.flatten(layout.template)}
-    params = layout.tree(theta["theta"])
+    layout, theta, params = FlatParams.packed(params, dtype)
     opt_state = opt.init(theta)
     batch = rollout * env.n
     num_updates = max(total_steps // batch, 1)

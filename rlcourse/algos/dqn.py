@@ -289,9 +289,8 @@ def dqn(
     epsilon = linear_schedule(epsilon_start, epsilon_end, max(1, int(exploration_fraction * total_steps)))
     buffer = ReplayBuffer(min(buffer_size, total_steps), env.observation_shape, dtype)
     # The optimiser and the target copy work on one flat vector; the model sees tree views of it.
-    layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
-    theta = {"theta": layout.flatten(layout.template)}
-    params = target_params = layout.tree(theta["theta"])
+    layout, theta, params = FlatParams.packed(params, dtype)
+    target_params = params
     target_theta = theta["theta"]
     opt = Adam(lr=lr)
     opt_state = opt.init(theta)

@@ -173,9 +173,7 @@ def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epoc
         opt = Adam(lr, eps=1e-5)
     base_lr = opt.lr
     rng = np.random.default_rng(seed)
-    layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
-    theta = {"theta": layout.flatten(layout.template)}
-    params = layout.tree(theta["theta"])
+    layout, theta, params = FlatParams.packed(params, dtype)
     opt_state = opt.init(theta)
     batch = rollout * env.n
     num_updates = max(total_steps // batch, 1)

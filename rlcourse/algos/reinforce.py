@@ -215,9 +215,7 @@ def reinforce(env, model, params, episodes: int, lr: float = 1e-2, gamma: float 
     n = env.n
     updates = -(-episodes // n)
     rng = np.random.default_rng(seed)
-    layout = FlatParams(ad.tree_map(lambda p: np.asarray(p, dtype=dtype), params))
-    theta = {"theta": layout.flatten(layout.template)}
-    params = layout.tree(theta["theta"])
+    layout, theta, params = FlatParams.packed(params, dtype)
     opt = Adam(lr=lr)
     opt_state = opt.init(theta)
     grad_fn = ad.value_and_grad(_loss)

@@ -153,6 +153,15 @@ class FlatParams:
         self.ends = np.cumsum([int(np.prod(s)) for s in self.shapes]).tolist()
         self.dtype = np.result_type(*leaves)
 
+    @classmethod
+    def packed(cls, params, dtype):
+        """``(layout, theta, params)``: ``params`` cast to ``dtype`` and packed into the single
+        vector ``theta["theta"]`` (the tree an optimiser updates), with the returned ``params``
+        rebuilt as views of it, so an in-place update of ``theta`` updates the model too."""
+        layout = cls(tree_map(lambda p: np.asarray(p, dtype=dtype), params))
+        theta = {"theta": layout.flatten(layout.template)}
+        return layout, theta, layout.tree(theta["theta"])
+
     def flatten(self, tree) -> np.ndarray:
         return np.concatenate([np.ravel(leaf) for leaf in tree_leaves(tree)]).astype(self.dtype,
                                                                                    copy=False)
