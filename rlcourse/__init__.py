@@ -1,26 +1,161 @@
 """rlcourse: tested numpy reference implementations behind the rlcourse lessons.
 
-``import rlcourse as rc`` exposes every public name of the submodules (see API.md).
+``import rlcourse as rc`` exposes every public name of the library at the top level
+(``rc.gae``, ``rc.ppo``, ``rc.CartPole``). The package has three layers, each in its folders
+(see docs/architecture.md):
+
+- building blocks: :mod:`rlcourse.core` (autodiff, nn, optim, returns, distributions, losses,
+  token maths, a tiny LM) and :mod:`rlcourse.envs`;
+- trainers: :mod:`rlcourse.tabular`, :mod:`rlcourse.algos`, :mod:`rlcourse.posttrain`,
+  :mod:`rlcourse.search`; and pictures of their results in :mod:`rlcourse.viz`;
+- the course layer, :mod:`rlcourse.course` (exercises, notebook tooling, the ``rlcourse``
+  command), which no library module imports. ``rc.exercises`` loads it on first use.
+
+``from rlcourse import *`` brings in everything in ``__all__``, which leaves out the autodiff
+ops named like Python builtins (``sum``, ``abs``): use them as ``rc.sum``, ``rc.abs``.
 """
 
 __version__ = "0.1.0"
 
-from . import exercises  # noqa: E402,F401
-from .algos import *  # noqa: E402,F401,F403
-from .autodiff import *  # noqa: E402,F401,F403
-from .bandits import *  # noqa: E402,F401,F403
-from .blas import *  # noqa: E402,F401,F403
-from .distributions import *  # noqa: E402,F401,F403
-from .dp import *  # noqa: E402,F401,F403
+from .algos.actor_critic import *  # noqa: E402,F401,F403
+from .algos.dqn import *  # noqa: E402,F401,F403
+from .algos.evaluate import *  # noqa: E402,F401,F403
+from .algos.models import *  # noqa: E402,F401,F403
+from .algos.ppo import *  # noqa: E402,F401,F403
+from .algos.reinforce import *  # noqa: E402,F401,F403
+from .algos.rollout import *  # noqa: E402,F401,F403
+from .algos.trainer import *  # noqa: E402,F401,F403
+from .core.autodiff import *  # noqa: E402,F401,F403
+from .core.blas import *  # noqa: E402,F401,F403
+from .core.distributions import *  # noqa: E402,F401,F403
+from .core.heap import *  # noqa: E402,F401,F403
+from .core.importance import *  # noqa: E402,F401,F403
+from .core.kl import *  # noqa: E402,F401,F403
+from .core.lm import *  # noqa: E402,F401,F403
+from .core.losses import *  # noqa: E402,F401,F403
+from .core.nn import *  # noqa: E402,F401,F403
+from .core.optim import *  # noqa: E402,F401,F403
+from .core.returns import *  # noqa: E402,F401,F403
+from .core.sampling import *  # noqa: E402,F401,F403
+from .core.tokenizer import *  # noqa: E402,F401,F403
+from .core.tokens import *  # noqa: E402,F401,F403
 from .envs import *  # noqa: E402,F401,F403
-from .importance import *  # noqa: E402,F401,F403
-from .llm import *  # noqa: E402,F401,F403
-from .lm import *  # noqa: E402,F401,F403
-from .nn import *  # noqa: E402,F401,F403
-from .optim import *  # noqa: E402,F401,F403
-from .plot import *  # noqa: E402,F401,F403
-from .preference import *  # noqa: E402,F401,F403
-from .returns import *  # noqa: E402,F401,F403
-from .sampling import *  # noqa: E402,F401,F403
-from .search import *  # noqa: E402,F401,F403
-from .tabular import *  # noqa: E402,F401,F403
+from .posttrain.grpo import *  # noqa: E402,F401,F403
+from .posttrain.preference import *  # noqa: E402,F401,F403
+from .posttrain.rlhf import *  # noqa: E402,F401,F403
+from .posttrain.sft import *  # noqa: E402,F401,F403
+from .posttrain.tasks import *  # noqa: E402,F401,F403
+from .search.decoding import *  # noqa: E402,F401,F403
+from .search.mcts import *  # noqa: E402,F401,F403
+from .search.minimax import *  # noqa: E402,F401,F403
+from .tabular.bandits import *  # noqa: E402,F401,F403
+from .tabular.control import *  # noqa: E402,F401,F403
+from .tabular.dp import *  # noqa: E402,F401,F403
+from .tabular.exploration import *  # noqa: E402,F401,F403
+from .tabular.prediction import *  # noqa: E402,F401,F403
+from .tabular.targets import *  # noqa: E402,F401,F403
+from .viz.grid import *  # noqa: E402,F401,F403
+from .viz.plots import *  # noqa: E402,F401,F403
+
+# Every module's own __all__, minus the autodiff ops named like builtins (tests/test_package.py
+# checks that this list and the modules agree).
+__all__ = [
+    # algos.actor_critic
+    "actor_critic", "actor_critic_loss", "A2C_CARTPOLE",
+    # algos.dqn
+    "ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
+    # algos.evaluate
+    "EvalResult", "evaluate", "greedy_policy",
+    # algos.models
+    "make_actor_critic", "actor_critic_model",
+    # algos.ppo
+    "ppo", "ppo_loss", "PPO_CARTPOLE",
+    # algos.reinforce
+    "ReinforceResult", "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
+    "policy_gradient_estimate", "collect_episodes",
+    # algos.rollout
+    "Rollout", "collect_rollout", "policy_step", "explained_variance",
+    # algos.trainer
+    "TrainResult", "TrainingLog", "Progress", "FlatParams",
+    # core.autodiff
+    "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
+    "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",
+    "minimum", "maximum", "clip", "where", "mean", "take_along_axis", "reshape", "transpose",
+    "concatenate", "stack", "stop_gradient",
+    # core.blas
+    "single_thread_blas",
+    # core.distributions
+    "categorical_sample", "categorical_log_prob", "categorical_entropy", "categorical_probs",
+    "gaussian_log_prob", "gaussian_entropy",
+    # core.heap
+    "keep_freed_memory",
+    # core.importance
+    "importance_weights", "importance_estimate", "ImportanceEstimate", "effective_sample_size",
+    # core.kl
+    "exact_kl", "sampled_log_ratio", "kl_estimate", "kl_penalized_rewards",
+    # core.lm
+    "lm_init", "lm_logits", "lm_next_logits", "lm_nll", "completion_log_prob", "generate",
+    # core.losses
+    "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber", "PreferenceResult",
+    "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "GRPOLoss", "grpo_loss",
+    # core.nn
+    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "save_params", "load_params",
+    "count_params",
+    # core.optim
+    "SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule",
+    # core.returns
+    "discounted_returns", "n_step_return", "gae",
+    # core.sampling
+    "top_k_filter", "top_p_filter", "filter_logits", "sample_token",
+    # core.tokenizer
+    "PAD", "BOS", "EOS", "Tokenizer",
+    # core.tokens
+    "token_log_probs", "sequence_log_prob", "completion_mask",
+    # envs
+    "Step", "CartPole", "TabularMDP", "GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN",
+    "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
+    # posttrain.grpo
+    "GRPOHistory", "grpo_step", "grpo_train",
+    # posttrain.preference
+    "PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
+    "PreferenceTraining", "train_on_preferences",
+    # posttrain.rlhf
+    "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
+    # posttrain.sft
+    "sft",
+    # posttrain.tasks
+    "addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
+    "style_preferences", "ReviewTask", "review_task",
+    # search.decoding
+    "BeamResult", "beam_search", "BestOfNResult", "best_of_n",
+    # search.mcts
+    "MCTSResult", "uct_score", "mcts",
+    # search.minimax
+    "minimax_values", "minimax_value", "perfect_action",
+    # tabular.bandits
+    "EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit", "BanditResult",
+    # tabular.control
+    "ControlResult", "mc_control", "q_learning", "sarsa", "expected_sarsa",
+    # tabular.dp
+    "expected_rewards", "q_from_v", "greedy", "bellman_optimality_backup", "policy_evaluation",
+    "policy_evaluation_exact", "value_iteration", "policy_iteration",
+    # tabular.exploration
+    "epsilon_greedy", "epsilon_greedy_probs",
+    # tabular.prediction
+    "PredictionResult", "mc_prediction", "td0", "n_step_td", "td_lambda",
+    # tabular.targets
+    "td_target", "n_step_target", "mc_returns",
+    # viz.grid
+    "plot_grid",
+    # viz.plots
+    "learning_curve", "ppo_diagnostics", "moving_average",
+]
+
+
+def __getattr__(name):
+    # The course layer is loaded only when a lesson asks for it: ``rc.exercises.check(...)``.
+    if name == "exercises":
+        from .course import exercises
+
+        return exercises
+    raise AttributeError(f"module 'rlcourse' has no attribute {name!r}")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import autodiff as ad
+from rlcourse.core import autodiff as ad
 
 
 def _problem():
@@ -60,7 +60,7 @@ def test_runs_are_reproducible_and_callback_stops():
     a, b = run(), run()
     for x, y in zip(ad.tree_leaves(a.params), ad.tree_leaves(b.params)):
         np.testing.assert_array_equal(x, y)
-    assert a.updates == 25 and a.value_loss.shape == (25,) and np.isnan(a.approx_kl).all()
+    assert a.updates == 25 and a.history["value_loss"].shape == (25,) and "approx_kl" not in a.history
     assert run(lambda info: info["update"] < 4).updates == 5
 
 
@@ -79,4 +79,4 @@ def test_a2c_learns_cartpole():
     """With the preset the mean of 20 training episodes reaches CartPole's solved mark, 475."""
     model, params = rc.make_actor_critic(4, 2, seed=0)
     result = rc.actor_critic(rc.CartPole(n=8, seed=0), model, params, seed=0, **rc.A2C_CARTPOLE)
-    assert np.nanmax(result.mean_returns) >= 475
+    assert np.nanmax(result.history["mean_return"]) >= 475

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import bandits
+from rlcourse.tabular import bandits
 
 
 class FixedBandit:

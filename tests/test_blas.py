@@ -5,7 +5,7 @@ import platform
 import pytest
 
 import rlcourse as rc
-from rlcourse import blas
+from rlcourse.core import blas
 
 
 def test_single_thread_blas_sets_one_thread_and_restores_the_count():

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rlcourse.cli import course_map_markdown, main, stub_solution, student_copy
-from rlcourse.notebooks import find_lessons, lesson_info
+from rlcourse.course.cli import course_map_markdown, main, stub_solution, student_copy
+from rlcourse.course.notebooks import find_lessons, lesson_info
 
 TOP = Path(__file__).resolve().parent.parent
 LESSONS = TOP / "lessons"

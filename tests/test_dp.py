@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import dp
+from rlcourse.tabular import dp
 
 GAMMA = 0.9
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import autodiff as ad
+from rlcourse.core import autodiff as ad
 from rlcourse.envs.cartpole import THETA_THRESHOLD, X_THRESHOLD, CartPole
 
 GAMMA = 0.9
@@ -133,7 +133,7 @@ def test_loop_stores_final_obs_and_only_true_terminations(monkeypatch):
     monkeypatch.setattr(sys.modules["rlcourse.algos.dqn"], "ReplayBuffer", Recording)
     env = CartPole(n=2, max_steps=15)  # short time limit: both kinds of episode end occur
     model = lambda p, o: rc.mlp(p, o, "relu")
-    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 400, learning_starts=10_000, seed=0)
+    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 2_000, learning_starts=10_000, seed=0)
     next_obs = np.concatenate([s[0] for s in stored])
     terminated = np.concatenate([s[1] for s in stored])
     outside = (np.abs(next_obs[:, 0]) > X_THRESHOLD) | (np.abs(next_obs[:, 2]) > THETA_THRESHOLD)
@@ -152,19 +152,19 @@ def _short_run(seed):
 
 def test_same_seed_same_bits():
     a, b, c = _short_run(5), _short_run(5), _short_run(6)
-    np.testing.assert_array_equal(a.losses, b.losses)
+    np.testing.assert_array_equal(a.history["loss"], b.history["loss"])
     for x, y in zip(ad.tree_leaves(a.params), ad.tree_leaves(b.params)):
         np.testing.assert_array_equal(x, y)
-    assert not np.array_equal(a.losses, c.losses)
-    # Training phases at steps 500, 600, ..., 1500: 11 phases of 20 gradient steps.
-    assert len(a.losses) == 11 * 20 and a.steps == 1_500
+    assert not np.array_equal(a.history["loss"], c.history["loss"])
+    # One history row per 100 steps; training phases at steps 500, 600, ..., 1500: 11 of them.
+    assert a.updates == 15 and np.isfinite(a.history["loss"]).sum() == 11 and a.steps == 1_500
 
 
 def test_callback_can_stop_the_run():
     seen = []
     model = lambda p, o: rc.mlp(p, o, "relu")
     res = rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 5_000, train_freq=100,
-                 callback=lambda info: seen.append(info["step"]) or len(seen) < 3)
+                 callback=lambda info: seen.append(info["steps"]) or len(seen) < 3)
     assert seen == [100, 200, 300] and res.steps == 300
 
 
@@ -200,7 +200,7 @@ def test_dqn_solves_cartpole_within_50k_steps(seed):
     best = []
 
     def check(info):
-        if info["step"] % 2_560 == 0 and info["step"] >= 10_240:
+        if info["steps"] % 2_560 == 0 and info["steps"] >= 10_240:
             score = rc.evaluate(CartPole(n=10), rc.greedy_policy(model, info["params"]), 10,
                                 seed=1_000).mean
             best.append(score)
@@ -217,71 +217,80 @@ def test_defaults_are_the_cartpole_preset():
     assert {k: defaults[k] for k in rc.DQN_CARTPOLE} == rc.DQN_CARTPOLE
 
 
-def _keep_best_run(**extra):
+def _keep_best_run(callback):
     """8k steps on a small net: long enough for the greedy score to rise and fall again."""
     model = lambda p, o: rc.mlp(p, o, "relu")
     return rc.dqn(CartPole(), model, rc.mlp_init([4, 32, 2], seed=0), 8_000, learning_starts=500,
                   train_freq=100, gradient_steps=50, target_update=50, exploration_fraction=0.3,
-                  seed=1, **extra)
+                  seed=2, callback=callback)
 
 
-def _assert_best_is_honest(res, eval_env, episodes, eval_seed):
+def _assert_best_is_honest(checkpoints, final_params, eval_env, episodes, eval_seed):
     model = lambda p, o: rc.mlp(p, o, "relu")
 
     def score(params):
         return rc.evaluate(eval_env, rc.greedy_policy(model, params), episodes, seed=eval_seed).mean
 
-    assert res.best_eval == max(res.eval_returns), "best_eval must be the best recorded evaluation"
-    assert res.best_step == res.eval_steps[np.argmax(res.eval_returns)]
-    assert score(res.best_params) == res.best_eval, "best_params must score what best_eval says"
-    assert score(res.params) == res.eval_returns[-1], "the last evaluation is of the final params"
+    best = int(np.argmax(checkpoints.returns))
+    assert checkpoints.best_return == checkpoints.returns[best], "best_return must be the best recorded"
+    assert checkpoints.best_step == checkpoints.steps[best]
+    assert score(checkpoints.best_params) == checkpoints.best_return, \
+        "best_params must score what best_return says"
+    assert score(final_params) == checkpoints.returns[-1], "the last evaluation is of the final params"
 
 
-def test_keep_best_returns_the_params_of_the_best_evaluation():
+def _checkpoints():
+    return rc.Checkpoints(CartPole(n=5), lambda p, o: rc.mlp(p, o, "relu"), every=500, episodes=10,
+                          seed=7)
+
+
+def test_checkpoints_keep_the_params_of_the_best_evaluation():
     seen = {}
-    res = _keep_best_run(eval_env=CartPole(n=5), eval_every=500, eval_episodes=10, eval_seed=7,
-                         keep_best=True, callback=lambda info: seen.update({info["step"]: info["params"]}))
-    np.testing.assert_array_equal(res.eval_steps, np.arange(500, 8_001, 500))
+    checkpoints = _checkpoints()
+
+    def callback(info):
+        seen[info["steps"]] = info["params"]
+        return checkpoints(info)
+
+    res = _keep_best_run(callback)
+    np.testing.assert_array_equal(checkpoints.steps, np.arange(500, 8_001, 500))
     # The run must rise and fall for the test to mean anything: the final params are not the best.
-    assert res.eval_returns[-1] < res.best_eval
-    _assert_best_is_honest(res, CartPole(n=5), 10, 7)
+    assert checkpoints.returns[-1] < checkpoints.best_return
+    _assert_best_is_honest(checkpoints, res.params, CartPole(n=5), 10, 7)
     # Each recorded score is the deterministic evaluation of the params at that step.
     model = lambda p, o: rc.mlp(p, o, "relu")
-    for step, recorded in zip(res.eval_steps[:4], res.eval_returns[:4]):
+    for step, recorded in zip(checkpoints.steps[:4], checkpoints.returns[:4]):
         again = rc.evaluate(CartPole(n=5), rc.greedy_policy(model, seen[step]), 10, seed=7).mean
         assert again == recorded
 
 
 def test_planted_bug_best_params_left_as_the_final_ones_is_caught():
-    res = _keep_best_run(eval_env=CartPole(n=5), eval_every=500, eval_episodes=10, eval_seed=7,
-                         keep_best=True)
-    res.best_params = res.params
+    checkpoints = _checkpoints()
+    res = _keep_best_run(checkpoints)
+    checkpoints.best_params = res.params
     with pytest.raises(AssertionError, match="best_params"):
-        _assert_best_is_honest(res, CartPole(n=5), 10, 7)
+        _assert_best_is_honest(checkpoints, res.params, CartPole(n=5), 10, 7)
 
 
 def test_evaluation_does_not_change_training():
     plain = _short_run(5)
     model = lambda p, o: rc.mlp(p, o, "relu")
+    checkpoints = rc.Checkpoints(CartPole(n=2), model, every=300)
     watched = rc.dqn(CartPole(), model, rc.mlp_init([4, 16, 2], seed=0), 1_500, learning_starts=500,
                      train_freq=100, gradient_steps=20, target_update=20, seed=5,
-                     eval_env=CartPole(n=2), eval_every=300, keep_best=True)
-    np.testing.assert_array_equal(plain.losses, watched.losses)
+                     callback=checkpoints)
+    assert len(checkpoints.returns) == 5
+    np.testing.assert_array_equal(plain.history["loss"], watched.history["loss"])
     for x, y in zip(ad.tree_leaves(plain.params), ad.tree_leaves(watched.params)):
         np.testing.assert_array_equal(x, y)
-    assert plain.best_params is None and len(plain.eval_returns) == 0
 
 
-def test_keep_best_bad_input_raises():
+def test_checkpoints_bad_input_raises():
     model = lambda p, o: rc.mlp(p, o, "relu")
-    params = rc.mlp_init([4, 8, 2], seed=0)
-    with pytest.raises(ValueError, match="keep_best"):
-        rc.dqn(CartPole(), model, params, 100, keep_best=True)
-    env = CartPole()
-    with pytest.raises(ValueError, match="eval_env"):
-        rc.dqn(env, model, params, 100, eval_env=env)
-    with pytest.raises(ValueError, match="eval_every"):
-        rc.dqn(CartPole(), model, params, 100, eval_env=CartPole(), eval_every=0)
+    with pytest.raises(ValueError, match="every"):
+        rc.Checkpoints(CartPole(), model, every=0)
+    with pytest.raises(ValueError, match="episodes"):
+        rc.Checkpoints(CartPole(), model, episodes=-1)
 
 
 def test_anneal_lr_falls_linearly_to_zero_at_total_steps(monkeypatch):

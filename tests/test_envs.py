@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rlcourse as rc
 from rlcourse.envs import (
     DOWN,
     LEFT,
@@ -484,7 +485,7 @@ def test_plot_arrows_point_the_way_the_action_moves(action, sign):
     import matplotlib.pyplot as plt
 
     env = GridWorld(size=3)
-    ax = env.plot(values=np.arange(9.0), policy=np.full(9, action), title="t")
+    ax = rc.plot_grid(env, values=np.arange(9.0), policy=np.full(9, action), title="t")
     d = _arrow_directions(ax)
     assert len(d) == 8  # no arrow on the terminal goal
     assert (np.sign(np.round(d, 6)) == sign).all()
@@ -492,11 +493,11 @@ def test_plot_arrows_point_the_way_the_action_moves(action, sign):
     # probabilities: one arrow per action with positive probability
     probs = np.zeros((9, 4))
     probs[:, action] = 1.0
-    d2 = _arrow_directions(env.plot(policy=probs))
+    d2 = _arrow_directions(rc.plot_grid(env, policy=probs))
     assert len(d2) == 8
     assert (np.sign(np.round(d2, 6)) == sign).all()
     # the cliff's cells and the goal get no arrow: 48 cells - 10 cliff - 1 goal
-    assert len(_arrow_directions(CliffWalking().plot(policy=np.full(48, action)))) == 37
+    assert len(_arrow_directions(rc.plot_grid(CliffWalking(), policy=np.full(48, action)))) == 37
     plt.close("all")
 
 
@@ -506,7 +507,7 @@ def test_plot_of_a_uniform_policy_draws_four_equal_arrows_per_cell():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ax = GridWorld(size=3).plot(policy=np.full((9, 4), 0.25))
+    ax = rc.plot_grid(GridWorld(size=3), policy=np.full((9, 4), 0.25))
     d = _arrow_directions(ax)
     assert len(d) == 4 * 8
     data_lengths = np.concatenate([np.hypot(q.U, q.V) for q in ax.collections if hasattr(q, "U")])
@@ -524,11 +525,11 @@ def test_plot_checks_shapes():
 
     env = GridWorld(size=3)
     with pytest.raises(ValueError, match=r"values: expected shape \(9,\)"):
-        env.plot(values=np.zeros(8))
+        rc.plot_grid(env, values=np.zeros(8))
     with pytest.raises(ValueError, match=r"policy: expected shape \(9,\)"):
-        env.plot(policy=np.zeros(8, dtype=int))
+        rc.plot_grid(env, policy=np.zeros(8, dtype=int))
     with pytest.raises(ValueError, match="policy: actions must be in"):
-        env.plot(policy=np.full(9, 4))
+        rc.plot_grid(env, policy=np.full(9, 4))
     plt.close("all")
 
 

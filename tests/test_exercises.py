@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import exercises
+from rlcourse.course import exercises
 
 
 @pytest.mark.parametrize("name", exercises.available())

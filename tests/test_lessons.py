@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcourse.notebooks import cell_summary, find_lessons, lesson_info, twin_path
+from rlcourse.course.notebooks import cell_summary, find_lessons, lesson_info, twin_path
 
 LESSONS = Path(__file__).resolve().parent.parent / "lessons"
 NOTEBOOKS = find_lessons(LESSONS)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import llm
 
 
 def _log_softmax(x):
@@ -29,8 +28,8 @@ def test_sequence_log_prob_by_hand():
     mask = np.array([[False, False, True, True]])
     # logits[:, 1] predicts tokens[:, 2] = 1 (uniform: log 1/3); logits[:, 2] predicts tokens[:, 3] = 0
     expected = np.log(1 / 3) + (3.0 - np.log(np.exp(3.0) + 2.0))
-    np.testing.assert_allclose(llm.sequence_log_prob(logits, tokens, mask), [expected])
-    lp = llm.token_log_probs(logits, tokens)
+    np.testing.assert_allclose(rc.sequence_log_prob(logits, tokens, mask), [expected])
+    lp = rc.token_log_probs(logits, tokens)
     np.testing.assert_allclose(lp[0, 0], 2.0 - np.log(1 + np.e + np.e**2))
 
 
@@ -50,14 +49,14 @@ def _check_alignment(fn):
 
 
 def test_logits_at_t_score_token_t_plus_1():
-    _check_alignment(llm.sequence_log_prob)
+    _check_alignment(rc.sequence_log_prob)
     with pytest.raises(AssertionError):
         _check_alignment(_sequence_log_prob_off_by_one)
 
 
 def test_masked_positions_change_nothing_and_get_zero_gradient():
     logits, tokens, mask = _example(1)
-    loss_fn = lambda lg: -rc.sum(llm.sequence_log_prob(lg, tokens, mask))
+    loss_fn = lambda lg: -rc.sum(rc.sequence_log_prob(lg, tokens, mask))
     loss, grad = rc.value_and_grad(loss_fn)(logits)
     counted = mask[:, 1:]
     perturbed = logits.copy()
@@ -67,19 +66,19 @@ def test_masked_positions_change_nothing_and_get_zero_gradient():
     assert loss == pytest.approx(loss2, abs=1e-12)
     assert (grad[~counted] == 0).all() and (grad2[~counted] == 0).all()
     assert (np.abs(grad[counted]).sum(-1) > 0).all()
-    np.testing.assert_array_equal(llm.sequence_log_prob(perturbed, tokens, mask),
-                                  llm.sequence_log_prob(logits, tokens, mask))
+    np.testing.assert_array_equal(rc.sequence_log_prob(perturbed, tokens, mask),
+                                  rc.sequence_log_prob(logits, tokens, mask))
 
 
 def test_completion_mask():
     tokens = np.array([[1, 5, 6, 7, 2, 0, 0], [1, 5, 6, 2, 9, 2, 0], [0, 1, 5, 8, 8, 8, 8]])
-    mask = llm.completion_mask(tokens, 2, eos=2)
+    mask = rc.completion_mask(tokens, 2, eos=2)
     assert mask.astype(int).tolist() == [
         [0, 0, 1, 1, 1, 0, 0],
         [0, 0, 1, 1, 0, 0, 0],
         [0, 0, 1, 1, 1, 1, 1],  # no EOS: cut at the length limit
     ]
-    per_row = llm.completion_mask(tokens, np.array([1, 4, 6]), eos=2)
+    per_row = rc.completion_mask(tokens, np.array([1, 4, 6]), eos=2)
     assert per_row.astype(int).tolist()[1] == [0, 0, 0, 0, 1, 1, 0]
 
 
@@ -88,23 +87,23 @@ def test_log_prob_validation():
     with pytest.raises(ValueError, match="NaN"):
         bad = logits.copy()
         bad[0, 1, 2] = np.nan
-        llm.sequence_log_prob(bad, tokens, mask)
+        rc.sequence_log_prob(bad, tokens, mask)
     with pytest.raises(ValueError, match=r"\+inf|inf"):
         bad = logits.copy()
         bad[1, 0, 0] = np.inf
-        llm.token_log_probs(bad, tokens)
+        rc.token_log_probs(bad, tokens)
     with pytest.raises(ValueError, match="one more position"):
-        llm.sequence_log_prob(np.concatenate([logits, logits[:, :1]], 1), tokens, mask)
+        rc.sequence_log_prob(np.concatenate([logits, logits[:, :1]], 1), tokens, mask)
     with pytest.raises(ValueError, match="tokens: values must be < 5"):
-        llm.sequence_log_prob(logits, np.where(mask, 5, tokens), mask)
+        rc.sequence_log_prob(logits, np.where(mask, 5, tokens), mask)
     with pytest.raises(ValueError, match="mask: expected shape"):
-        llm.sequence_log_prob(logits, tokens, mask[:, 1:])
+        rc.sequence_log_prob(logits, tokens, mask[:, 1:])
     with pytest.raises(ValueError, match="no position is True"):
-        llm.sequence_log_prob(logits, tokens, np.zeros_like(mask))
+        rc.sequence_log_prob(logits, tokens, np.zeros_like(mask))
     with pytest.raises(ValueError, match="sequence 1 has no action token"):
         empty_row = mask.copy()
         empty_row[1] = False
-        llm.sequence_log_prob(logits, tokens, empty_row)
+        rc.sequence_log_prob(logits, tokens, empty_row)
 
 
 def _kl_by_hand(p_logits, q_logits):
@@ -122,7 +121,7 @@ def _kl_example():
 
 def _exact_kl_reversed(policy_logits, ref_logits, mask):
     """A planted bug: KL(ref || pi) instead of KL(pi || ref)."""
-    return llm.exact_kl(ref_logits, policy_logits, mask)
+    return rc.exact_kl(ref_logits, policy_logits, mask)
 
 
 def _check_kl_direction(fn):
@@ -132,13 +131,13 @@ def _check_kl_direction(fn):
 
 
 def test_exact_kl_by_hand_and_direction():
-    _check_kl_direction(llm.exact_kl)
+    _check_kl_direction(rc.exact_kl)
     with pytest.raises(AssertionError):
         _check_kl_direction(_exact_kl_reversed)
     logits, ref, _, mask = _kl_example()
     only_last = mask.copy()
     only_last[0, 1] = False
-    np.testing.assert_allclose(llm.exact_kl(logits, ref, only_last), [_kl_by_hand(logits[0, 1], ref[0, 1])])
+    np.testing.assert_allclose(rc.exact_kl(logits, ref, only_last), [_kl_by_hand(logits[0, 1], ref[0, 1])])
 
 
 def test_exact_kl_nonnegative_but_sampled_log_ratio_can_be_negative():
@@ -147,16 +146,16 @@ def test_exact_kl_nonnegative_but_sampled_log_ratio_can_be_negative():
         logits, ref = rng.normal(size=(2, 4, 3, 6)) * 3
         mask = rng.random((4, 4)) < 0.7
         mask[:, 1] = True
-        assert (llm.exact_kl(logits, ref, mask) >= 0).all()
-    assert llm.exact_kl(logits, logits, mask) == pytest.approx(np.zeros(4), abs=1e-12)
+        assert (rc.exact_kl(logits, ref, mask) >= 0).all()
+    assert rc.exact_kl(logits, logits, mask) == pytest.approx(np.zeros(4), abs=1e-12)
     # the policy prefers token 0; the reference prefers token 1; sampling token 1 gives a ratio < 0
     policy = np.array([[[2.0, 0.0]]])
     reference = np.array([[[0.0, 2.0]]])
     tokens = np.array([[0, 1]])
     mask = np.array([[False, True]])
     # log pi(1) - log ref(1) = (0 - log(1 + e^2)) - (2 - log(1 + e^2)) = -2
-    assert llm.sampled_log_ratio(policy, reference, tokens, mask)[0] == pytest.approx(-2.0)
-    assert llm.exact_kl(policy, reference, mask)[0] > 0
+    assert rc.sampled_log_ratio(policy, reference, tokens, mask)[0] == pytest.approx(-2.0)
+    assert rc.exact_kl(policy, reference, mask)[0] > 0
 
 
 def test_sampled_log_ratio_is_unbiased_for_exact_kl():
@@ -166,23 +165,23 @@ def test_sampled_log_ratio_is_unbiased_for_exact_kl():
     n = 20000
     tokens = np.stack([np.zeros(n, dtype=int), rng.choice(5, size=n, p=probs)], axis=1)
     mask = np.ones((n, 2), dtype=bool)
-    ratios = llm.sampled_log_ratio(np.repeat(policy, n, 0), np.repeat(ref, n, 0), tokens, mask)
+    ratios = rc.sampled_log_ratio(np.repeat(policy, n, 0), np.repeat(ref, n, 0), tokens, mask)
     assert (ratios < 0).any()
-    exact = llm.exact_kl(policy, ref, mask[:1])[0]
+    exact = rc.exact_kl(policy, ref, mask[:1])[0]
     assert abs(ratios.mean() - exact) < 4 * ratios.std() / np.sqrt(n)
 
 
 def test_kl_estimates_by_hand():
     logp, ref_logp = np.array([-1.0, -2.0]), np.array([-1.5, -0.5])
     d = ref_logp - logp  # [-0.5, 1.5]
-    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k1"), [0.5, -1.5])
-    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k2"), 0.5 * d**2)
-    np.testing.assert_allclose(llm.kl_estimate(logp, ref_logp, "k3"),
+    np.testing.assert_allclose(rc.kl_estimate(logp, ref_logp, "k1"), [0.5, -1.5])
+    np.testing.assert_allclose(rc.kl_estimate(logp, ref_logp, "k2"), 0.5 * d**2)
+    np.testing.assert_allclose(rc.kl_estimate(logp, ref_logp, "k3"),
                                [np.exp(-0.5) + 0.5 - 1, np.exp(1.5) - 1.5 - 1])
     # differentiable in logp: d k3 / d logp = 1 - exp(d)
-    _, grad = rc.value_and_grad(lambda lp: rc.sum(llm.kl_estimate(lp, ref_logp, "k3")))(logp)
+    _, grad = rc.value_and_grad(lambda lp: rc.sum(rc.kl_estimate(lp, ref_logp, "k3")))(logp)
     np.testing.assert_allclose(grad, 1 - np.exp(d))
-    np.testing.assert_allclose(llm.kl_estimate([-1, -2], [-1.5, -0.5], "k1"), [0.5, -1.5])  # plain lists
+    np.testing.assert_allclose(rc.kl_estimate([-1, -2], [-1.5, -0.5], "k1"), [0.5, -1.5])  # plain lists
 
 
 def _k3_sign_flipped(logp, ref_logp):
@@ -201,8 +200,8 @@ def _check_k3_unbiased(fn):
 
 
 def test_k3_is_unbiased_for_kl_pi_ref_and_the_flipped_sign_is_caught():
-    _check_k3_unbiased(lambda lp, rp: llm.kl_estimate(lp, rp, "k3"))
-    _check_k3_unbiased(lambda lp, rp: llm.kl_estimate(lp, rp, "k1"))
+    _check_k3_unbiased(lambda lp, rp: rc.kl_estimate(lp, rp, "k3"))
+    _check_k3_unbiased(lambda lp, rp: rc.kl_estimate(lp, rp, "k1"))
     with pytest.raises(AssertionError):
         _check_k3_unbiased(_k3_sign_flipped)
 
@@ -216,7 +215,7 @@ def test_k3_is_nonnegative_property():
     @given(st.lists(st.tuples(floats, floats), min_size=1, max_size=20))
     def prop(pairs):
         logp, ref_logp = np.array(pairs).T
-        assert (llm.kl_estimate(logp, ref_logp, "k3") >= 0).all()
+        assert (rc.kl_estimate(logp, ref_logp, "k3") >= 0).all()
 
     prop()
 
@@ -226,15 +225,15 @@ def test_kl_penalized_rewards_by_hand():
     ref_logp = np.array([[-1.5, -1.0, -0.5, -np.inf], [-0.3, -1.7, 0.0, -np.inf]])
     mask = np.array([[True, True, True, False], [False, True, False, False]])
     scores = np.array([2.0, -1.0])
-    rewards = llm.kl_penalized_rewards(scores, logp, ref_logp, mask, beta=0.1)
+    rewards = rc.kl_penalized_rewards(scores, logp, ref_logp, mask, beta=0.1)
     expected = np.array([[-0.1 * 0.5, -0.1 * -1.0, 2.0, 0.0], [0.0, -0.1 * 1.0 - 1.0, 0.0, 0.0]])
     np.testing.assert_allclose(rewards, expected)
     with pytest.raises(ValueError, match="sequence 1 has no action token"):
-        llm.kl_penalized_rewards(scores, logp, ref_logp, mask * np.array([[1], [0]]).astype(bool))
+        rc.kl_penalized_rewards(scores, logp, ref_logp, mask * np.array([[1], [0]]).astype(bool))
     with pytest.raises(ValueError, match="every entry is False"):
-        llm.kl_penalized_rewards(scores, logp, ref_logp, np.zeros_like(mask))
+        rc.kl_penalized_rewards(scores, logp, ref_logp, np.zeros_like(mask))
     with pytest.raises(ValueError, match="scores: expected shape"):
-        llm.kl_penalized_rewards(scores[:1], logp, ref_logp, mask)
+        rc.kl_penalized_rewards(scores[:1], logp, ref_logp, mask)
 
 
 def _ppo_by_hand(logp, old, adv, mask, clip):
@@ -251,8 +250,8 @@ def test_ppo_clip_loss_token_vs_sequence_by_hand():
     o = _ppo_by_hand(logp, old, adv, mask, 0.2)
     token = -(o[0].sum() + o[1, 0]) / 4
     sequence = -(o[0].mean() + o[1, 0]) / 2
-    got_token = llm.ppo_clip_loss(logp, old, adv, mask, aggregate="token")
-    got_seq = llm.ppo_clip_loss(logp, old, adv, mask, aggregate="sequence")
+    got_token = rc.ppo_clip_loss(logp, old, adv, mask, aggregate="token")
+    got_seq = rc.ppo_clip_loss(logp, old, adv, mask, aggregate="sequence")
     assert got_token.loss == pytest.approx(token)
     assert got_seq.loss == pytest.approx(sequence)
     assert abs(token - sequence) > 0.05  # unequal lengths: the two aggregations differ
@@ -261,8 +260,8 @@ def test_ppo_clip_loss_token_vs_sequence_by_hand():
     assert got_seq.approx_kl == pytest.approx(np.mean(r - 1 - np.log(r)))
     # equal lengths: the two agree
     full = np.ones_like(mask)
-    a = llm.ppo_clip_loss(logp, old, adv, full, aggregate="token").loss
-    b = llm.ppo_clip_loss(logp, old, adv, full, aggregate="sequence").loss
+    a = rc.ppo_clip_loss(logp, old, adv, full, aggregate="token").loss
+    b = rc.ppo_clip_loss(logp, old, adv, full, aggregate="sequence").loss
     assert a == pytest.approx(b)
 
 
@@ -271,7 +270,7 @@ def test_ppo_clip_gradient_zero_exactly_where_clipped():
     logp = np.log(np.array([[1.5, 0.5, 1.5, 0.5]]))  # ratios 1.5, 0.5, 1.5, 0.5
     adv = np.array([[1.0, -1.0, -1.0, 1.0]])
     mask = np.ones((1, 4), dtype=bool)
-    _, grad = rc.value_and_grad(lambda lp: llm.ppo_clip_loss(lp, old, adv, mask))(logp)
+    _, grad = rc.value_and_grad(lambda lp: rc.ppo_clip_loss(lp, old, adv, mask))(logp)
     # ratio above 1+eps with A > 0, or below 1-eps with A < 0: clipped, no gradient
     assert grad[0, 0] == 0 and grad[0, 1] == 0
     # the other two are pulled back by the unclipped branch: d(-r A)/dlogp = -r A / 4
@@ -286,37 +285,37 @@ def test_ppo_masked_tokens_change_nothing_and_get_no_gradient():
     mask[:, 0] = True
     perturbed = np.where(mask, logp, -50.0)
     for aggregate in ("token", "sequence"):
-        f = lambda lp, aggregate=aggregate: llm.ppo_clip_loss(lp, old, adv, mask, aggregate=aggregate)
+        f = lambda lp, aggregate=aggregate: rc.ppo_clip_loss(lp, old, adv, mask, aggregate=aggregate)
         (l1, *_), g1 = rc.value_and_grad(f)(logp)
         (l2, *_), g2 = rc.value_and_grad(f)(perturbed)
         assert l1 == l2
         assert (g1[~mask] == 0).all() and (g2[~mask] == 0).all()
-    seq_adv = llm.ppo_clip_loss(logp, old, adv[:, 0], mask).loss
-    assert seq_adv == pytest.approx(llm.ppo_clip_loss(logp, old, np.repeat(adv[:, :1], 5, 1), mask).loss)
+    seq_adv = rc.ppo_clip_loss(logp, old, adv[:, 0], mask).loss
+    assert seq_adv == pytest.approx(rc.ppo_clip_loss(logp, old, np.repeat(adv[:, :1], 5, 1), mask).loss)
 
 
 def test_ppo_validation():
     logp = np.zeros((2, 3))
     mask = np.array([[True, True, False], [False, False, False]])
     with pytest.raises(ValueError, match="sequence 1 has no action token"):
-        llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="sequence")
-    assert llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="token").loss == 0
+        rc.ppo_clip_loss(logp, logp, logp, mask, aggregate="sequence")
+    assert rc.ppo_clip_loss(logp, logp, logp, mask, aggregate="token").loss == 0
     with pytest.raises(ValueError, match="every entry is False"):
-        llm.ppo_clip_loss(logp, logp, logp, np.zeros_like(mask))
+        rc.ppo_clip_loss(logp, logp, logp, np.zeros_like(mask))
     with pytest.raises(ValueError, match="old_logp|ref_logp"):
-        llm.ppo_clip_loss(logp, logp[:, :2], logp, mask)
+        rc.ppo_clip_loss(logp, logp[:, :2], logp, mask)
     with pytest.raises(ValueError, match="NaN|finite"):
-        llm.ppo_clip_loss(np.full((2, 3), np.nan), logp, logp, mask)
+        rc.ppo_clip_loss(np.full((2, 3), np.nan), logp, logp, mask)
     with pytest.raises(ValueError, match="aggregate"):
-        llm.ppo_clip_loss(logp, logp, logp, mask, aggregate="mean")
+        rc.ppo_clip_loss(logp, logp, logp, mask, aggregate="mean")
 
 
 def test_reward_to_go_and_advantages_stay_inside_each_completion():
     rewards = np.array([[0.0, 1.0, 2.0, 5.0], [3.0, 4.0, 0.0, 0.0]])
     mask = np.array([[False, True, True, False], [True, True, False, False]])
-    g = llm.reward_to_go(rewards, mask)
+    g = rc.reward_to_go(rewards, mask)
     np.testing.assert_allclose(g, [[0, 3, 2, 0], [7, 4, 0, 0]])  # the 5 is padding: not counted
-    adv = llm.rlhf_advantages(rewards, mask)
+    adv = rc.rlhf_advantages(rewards, mask)
     assert (adv[~mask] == 0).all()
     # column baselines 7, 3.5, 2 leave [-0.5, 0, 0, 0.5] (row-major), then divided by their std
     raw = np.array([3 - 3.5, 2 - 2.0, 7 - 7.0, 4 - 3.5])
@@ -327,7 +326,7 @@ def test_exact_kl_ignores_masked_positions_and_ruled_out_tokens():
     rng = np.random.default_rng(7)
     logits, ref = rng.normal(size=(2, 3, 4, 5))
     mask = np.array([[0, 0, 1, 1, 0], [0, 1, 1, 1, 1], [0, 0, 0, 0, 1]], dtype=bool)
-    kl_of = lambda lg: rc.sum(llm.exact_kl(lg, ref, mask))
+    kl_of = lambda lg: rc.sum(rc.exact_kl(lg, ref, mask))
     value, grad = rc.value_and_grad(kl_of)(logits)
     excluded = ~mask[:, 1:]
     perturbed = logits + 30.0 * excluded[..., None] * rng.normal(size=logits.shape)
@@ -342,23 +341,23 @@ def test_exact_kl_ignores_masked_positions_and_ruled_out_tokens():
     by_hand = np.sum(p * (np.log(p) - np.log(q)))
     only_position_1 = np.zeros((3, 5), dtype=bool)
     only_position_1[:, 2] = True  # mask[:, 2] counts logits[:, 1]
-    got = llm.exact_kl(ruled_out, ref, only_position_1)
+    got = rc.exact_kl(ruled_out, ref, only_position_1)
     assert np.isfinite(got).all() and got[1] == pytest.approx(by_hand)
 
 
 def test_kl_validation():
     logits, tokens, mask = _example()
     with pytest.raises(ValueError, match="ref_logits: expected shape"):
-        llm.exact_kl(logits, logits[:, :-1], mask)
+        rc.exact_kl(logits, logits[:, :-1], mask)
     with pytest.raises(ValueError, match="policy_logits: expected no NaN"):
-        llm.exact_kl(np.where(mask[:, 1:, None], np.nan, logits), logits, mask)
+        rc.exact_kl(np.where(mask[:, 1:, None], np.nan, logits), logits, mask)
     with pytest.raises(ValueError, match="no position is True"):
-        llm.exact_kl(logits, logits, np.zeros_like(mask))
+        rc.exact_kl(logits, logits, np.zeros_like(mask))
     with pytest.raises(ValueError, match="tokens: values must be < 5"):
-        llm.sampled_log_ratio(logits, logits, tokens + 5, mask)
+        rc.sampled_log_ratio(logits, logits, tokens + 5, mask)
     with pytest.raises(ValueError, match="kind"):
-        llm.kl_estimate(np.zeros(3), np.zeros(3), kind="k4")
+        rc.kl_estimate(np.zeros(3), np.zeros(3), kind="k4")
     with pytest.raises(ValueError, match="logp"):
-        llm.kl_estimate(np.array([np.nan]), np.zeros(1))
+        rc.kl_estimate(np.array([np.nan]), np.zeros(1))
     with pytest.raises(ValueError, match="ref_logp: expected shape"):
-        llm.kl_estimate(np.zeros(3), np.zeros(2))
+        rc.kl_estimate(np.zeros(3), np.zeros(2))

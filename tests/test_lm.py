@@ -4,21 +4,20 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import lm
 
-TOK = lm.Tokenizer("0123456789+=")
+TOK = rc.Tokenizer("0123456789+=")
 
 
 def _params(dtype=np.float64, context=4, seed=0):
-    return lm.lm_init(TOK.vocab_size, context=context, dim=5, seed=seed, hidden=12, dtype=dtype)
+    return rc.lm_init(TOK.vocab_size, context=context, dim=5, seed=seed, hidden=12, dtype=dtype)
 
 
 def test_tokenizer_round_trip_and_specials():
     ids = TOK.encode("12+7=", eos=True)
-    assert ids[0] == lm.BOS and ids[-1] == lm.EOS
+    assert ids[0] == rc.BOS and ids[-1] == rc.EOS
     assert TOK.decode(ids) == "12+7="
-    assert TOK.decode([lm.BOS, 4, lm.EOS, 5]) == "1"  # stops at EOS
-    words = lm.Tokenizer(["the", "cat", "sat"])
+    assert TOK.decode([rc.BOS, 4, rc.EOS, 5]) == "1"  # stops at EOS
+    words = rc.Tokenizer(["the", "cat", "sat"])
     assert words.decode(words.encode("the cat sat")) == "the cat sat"
     assert words.vocab_size == 6
     with pytest.raises(ValueError, match="'x' is not in the vocabulary"):
@@ -28,7 +27,7 @@ def test_tokenizer_round_trip_and_specials():
 def test_encode_pairs_masks_only_completion_and_eos():
     tokens, mask, plen = TOK.encode_pairs(["1+2=", "10+10="], ["3", "20"])
     assert plen == 7  # BOS + "10+10="
-    assert tokens[0, :3].tolist() == [lm.PAD] * 2 + [lm.BOS]  # left padding
+    assert tokens[0, :3].tolist() == [rc.PAD] * 2 + [rc.BOS]  # left padding
     assert TOK.decode_completions(tokens, plen) == ["3", "20"]
     assert mask[:, :plen].sum() == 0
     # row 0: "3", EOS then PAD; row 1: "2", "0", EOS
@@ -40,12 +39,12 @@ def test_logits_are_causal():
     params = _params()
     rng = np.random.default_rng(0)
     tokens = rng.integers(3, TOK.vocab_size, size=(3, 9))
-    base = lm.lm_logits(params, tokens)
+    base = rc.lm_logits(params, tokens)
     for t in range(9):
         changed = tokens.copy()
         changed[:, t:] = rng.integers(3, TOK.vocab_size, size=(3, 9 - t))
         changed[:, t] = (tokens[:, t] - 3 + 1) % (TOK.vocab_size - 3) + 3  # surely different
-        out = lm.lm_logits(params, changed)
+        out = rc.lm_logits(params, changed)
         np.testing.assert_array_equal(out[:, :t], base[:, :t])
         assert not np.allclose(out[:, t], base[:, t])  # position t sees token t
 
@@ -54,10 +53,10 @@ def test_window_is_the_last_context_tokens():
     params = _params(context=3)
     rng = np.random.default_rng(1)
     tokens = rng.integers(3, TOK.vocab_size, size=(2, 8))
-    base = lm.lm_logits(params, tokens)
+    base = rc.lm_logits(params, tokens)
     changed = tokens.copy()
     changed[:, 0] = (tokens[:, 0] - 3 + 1) % (TOK.vocab_size - 3) + 3
-    out = lm.lm_logits(params, changed)
+    out = rc.lm_logits(params, changed)
     assert not np.allclose(out[:, 2], base[:, 2])  # token 0 is inside position 2's window
     np.testing.assert_array_equal(out[:, 3:], base[:, 3:])  # and outside position 3's
 
@@ -66,18 +65,18 @@ def test_left_padding_changes_no_logit():
     params = _params()
     prompt = TOK.encode("3+4=")[None]
     padded = np.concatenate([np.zeros((1, 3), dtype=prompt.dtype), prompt], axis=1)
-    np.testing.assert_allclose(lm.lm_logits(params, padded)[:, 3:], lm.lm_logits(params, prompt),
+    np.testing.assert_allclose(rc.lm_logits(params, padded)[:, 3:], rc.lm_logits(params, prompt),
                                rtol=0, atol=1e-12)
-    np.testing.assert_allclose(lm.lm_next_logits(params, padded), lm.lm_logits(params, prompt)[:, -1])
+    np.testing.assert_allclose(rc.lm_next_logits(params, padded), rc.lm_logits(params, prompt)[:, -1])
 
 
 def test_logits_at_t_predict_t_plus_1():
     """Fit one sequence: the model must then put its mass on the *next* token at every step."""
     tokens, mask, _ = TOK.encode_pairs(["1+2="], ["3"])
-    seq = np.array([[lm.BOS, 4, 5, 6, 7, 8, 9, lm.EOS]])
-    params, _ = lm.sft(_params(np.float32), seq, np.ones_like(seq, dtype=bool), steps=150,
+    seq = np.array([[rc.BOS, 4, 5, 6, 7, 8, 9, rc.EOS]])
+    params, _ = rc.sft(_params(np.float32), seq, np.ones_like(seq, dtype=bool), steps=150,
                        lr=1e-2, batch=1)
-    pred = np.argmax(lm.lm_logits(params, seq), axis=-1)[0]
+    pred = np.argmax(rc.lm_logits(params, seq), axis=-1)[0]
     assert pred[:-1].tolist() == seq[0, 1:].tolist()
     assert tokens.shape == mask.shape
 
@@ -85,7 +84,7 @@ def test_logits_at_t_predict_t_plus_1():
 def test_gradient_matches_finite_differences():
     params = _params(np.float64)
     tokens, mask, _ = TOK.encode_pairs(["1+2=", "4+4="], ["3", "8"])
-    _, grads = rc.value_and_grad(lm.lm_nll)(params, tokens, mask)
+    _, grads = rc.value_and_grad(rc.lm_nll)(params, tokens, mask)
     for path in (("embed",), ("hidden", "w"), ("out", "b")):
         leaf = params
         for key in path:
@@ -96,7 +95,7 @@ def test_gradient_matches_finite_differences():
         def f(values, picks=picks, flat=flat):
             old = flat[picks].copy()
             flat[picks] = values
-            out = lm.lm_nll(params, tokens, mask)
+            out = rc.lm_nll(params, tokens, mask)
             flat[picks] = old
             return out
 
@@ -110,29 +109,29 @@ def test_gradient_matches_finite_differences():
 def test_padding_and_prompt_get_no_gradient_and_do_not_change_the_loss():
     params = _params(np.float64)
     tokens, mask, plen = TOK.encode_pairs(["1+2=", "10+10="], ["3", "20"])
-    loss, grads = rc.value_and_grad(lm.lm_nll)(params, tokens, mask)
+    loss, grads = rc.value_and_grad(rc.lm_nll)(params, tokens, mask)
     # change the row-0 padding token after EOS (it is after every counted position)
     changed = tokens.copy()
     changed[0, -1] = 7
-    loss2, grads2 = rc.value_and_grad(lm.lm_nll)(params, changed, mask)
+    loss2, grads2 = rc.value_and_grad(rc.lm_nll)(params, changed, mask)
     assert loss == loss2
     for g1, g2 in zip(rc.tree_leaves(grads), rc.tree_leaves(grads2)):
         np.testing.assert_array_equal(g1, g2)
 
 
 def test_sft_lowers_loss_and_learns_addition():
-    prompts, answers = lm.addition_data(600, seed=0, max_operand=4)
+    prompts, answers = rc.addition_data(600, seed=0, max_operand=4)
     tokens, mask, _ = TOK.encode_pairs(prompts, answers)
-    params = lm.lm_init(TOK.vocab_size, context=6, dim=8, seed=0, hidden=64)
-    before = lm.lm_nll(params, tokens, mask)
-    params, losses = lm.sft(params, tokens, mask, steps=250, lr=1e-2, seed=0, batch=64)
-    after = lm.lm_nll(params, tokens, mask)
+    params = rc.lm_init(TOK.vocab_size, context=6, dim=8, seed=0, hidden=64)
+    before = rc.lm_nll(params, tokens, mask)
+    params, losses = rc.sft(params, tokens, mask, steps=250, lr=1e-2, seed=0, batch=64)
+    after = rc.lm_nll(params, tokens, mask)
     # uniform guessing costs log(V) nats per token; a model that knows addition costs near 0
     assert before > 0.9 * np.log(TOK.vocab_size)
     assert after < 0.1 and losses[-1] < losses[0]
-    test_prompts, test_answers = lm.addition_data(200, seed=1, max_operand=4)
+    test_prompts, test_answers = rc.addition_data(200, seed=1, max_operand=4)
     prompt_tokens = TOK.encode_prompts(test_prompts)
-    out, _ = lm.generate(params, prompt_tokens, 3, np.random.default_rng(0), top_k=1)
+    out, _ = rc.generate(params, prompt_tokens, 3, np.random.default_rng(0), top_k=1)
     got = TOK.decode_completions(out, prompt_tokens.shape[1])
     assert np.mean([g == a for g, a in zip(got, test_answers)]) > 0.95
 
@@ -140,8 +139,8 @@ def test_sft_lowers_loss_and_learns_addition():
 def test_generate_mask_eos_and_determinism():
     params = _params(np.float32, seed=3)
     prompts = TOK.encode_prompts(["1+2=", "3+3=", "9+9="])
-    a, ma = lm.generate(params, prompts, 6, np.random.default_rng(5))
-    b, mb = lm.generate(params, prompts, 6, np.random.default_rng(5))
+    a, ma = rc.generate(params, prompts, 6, np.random.default_rng(5))
+    b, mb = rc.generate(params, prompts, 6, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(ma, mb)
     assert a.shape == ma.shape == (3, prompts.shape[1] + 6)
@@ -149,18 +148,18 @@ def test_generate_mask_eos_and_determinism():
     assert not ma[:, :prompts.shape[1]].any()
     for row, m in zip(a, ma):
         gen = row[prompts.shape[1]:]
-        eos = np.flatnonzero(gen == lm.EOS)
+        eos = np.flatnonzero(gen == rc.EOS)
         n = eos[0] + 1 if eos.size else len(gen)
         assert m[prompts.shape[1]:].tolist() == [True] * n + [False] * (len(gen) - n)
-        assert (gen[n:] == lm.PAD).all()
+        assert (gen[n:] == rc.PAD).all()
 
 
 def test_generate_samples_from_lm_logits():
     """With temperature 1 the first sampled token's frequencies match softmax(lm_next_logits)."""
     params = _params(np.float64, seed=4)
     prompts = np.repeat(TOK.encode_prompts(["1+"]), 4000, axis=0)
-    out, _ = lm.generate(params, prompts, 1, np.random.default_rng(0))
-    probs = rc.softmax(lm.lm_next_logits(params, prompts[:1]))[0]
+    out, _ = rc.generate(params, prompts, 1, np.random.default_rng(0))
+    probs = rc.softmax(rc.lm_next_logits(params, prompts[:1]))[0]
     freq = np.bincount(out[:, -1], minlength=TOK.vocab_size) / len(out)
     assert np.abs(freq - probs).max() < 4 * np.sqrt(0.25 / 4000)
 
@@ -168,14 +167,14 @@ def test_generate_samples_from_lm_logits():
 def test_bad_inputs_raise():
     params = _params()
     with pytest.raises(ValueError, match="tokens: values must be <"):
-        lm.lm_logits(params, [[1, TOK.vocab_size]])
+        rc.lm_logits(params, [[1, TOK.vocab_size]])
     with pytest.raises(ValueError, match="tokens: expected shape"):
-        lm.lm_logits(params, [1, 2, 3])
+        rc.lm_logits(params, [1, 2, 3])
     with pytest.raises(TypeError, match="tokens"):
-        lm.lm_logits(params, [[1.0, 2.0]])
+        rc.lm_logits(params, [[1.0, 2.0]])
     with pytest.raises(ValueError, match="mask"):
-        lm.sft(params, np.array([[1, 4, 5]]), np.zeros((1, 3), dtype=bool), steps=1)
+        rc.sft(params, np.array([[1, 4, 5]]), np.zeros((1, 3), dtype=bool), steps=1)
     with pytest.raises(TypeError, match="rng"):
-        lm.generate(params, [[1, 4]], 2, rng=0)
+        rc.generate(params, [[1, 4]], 2, rng=0)
     with pytest.raises(ValueError, match="context"):
-        lm.lm_init(10, 0, 4)
+        rc.lm_init(10, 0, 4)

@@ -17,15 +17,23 @@ import test_returns
 import test_tabular
 
 import rlcourse as rc
-from rlcourse import autodiff as ad
+from rlcourse.core import autodiff as ad
 from rlcourse.envs import LEFT, RIGHT, UP
-from rlcourse.envs.gridworld import GridWorld
 
 ppo_module = importlib.import_module("rlcourse.algos.ppo")
 dqn_module = importlib.import_module("rlcourse.algos.dqn")
-returns_module = importlib.import_module("rlcourse.returns")
-tabular_module = importlib.import_module("rlcourse.tabular")
-llm_module = importlib.import_module("rlcourse.llm")
+returns_module = importlib.import_module("rlcourse.core.returns")
+tabular_step = importlib.import_module("rlcourse.tabular._episodes")._step
+kl_module = importlib.import_module("rlcourse.core.kl")
+grid_module = importlib.import_module("rlcourse.viz.grid")
+
+
+def plant(monkeypatch, module, name, fn):
+    """Replace ``module.name`` by ``fn``, and the top-level ``rc.name`` too when it is the same
+    function (tests call the public name, the library calls the module's)."""
+    if getattr(rc, name, None) is getattr(module, name):
+        monkeypatch.setattr(rc, name, fn)
+    monkeypatch.setattr(module, name, fn)
 
 
 def flipped_clip_direction(monkeypatch):
@@ -46,7 +54,7 @@ def dropped_terminal_mask(monkeypatch):
 
 def truncation_treated_as_termination(monkeypatch):
     """A time limit zeroes the bootstrap, as if the pole had fallen."""
-    real_gae, real_step = returns_module._gae, tabular_module._step
+    real_gae, real_step = returns_module._gae, tabular_step
     monkeypatch.setattr(returns_module, "_gae", lambda r, v, nv, term, trunc, gamma, lam: real_gae(
         r, v, nv, term | trunc, trunc, gamma, lam))
 
@@ -54,16 +62,16 @@ def truncation_treated_as_termination(monkeypatch):
         s_next, r, terminated, truncated, s_final = real_step(env, buffer, action)
         return s_next, r, terminated or truncated, truncated, s_final
 
-    monkeypatch.setattr(tabular_module, "_step", step)
+    test_tabular.patch_tabular(monkeypatch, "_step", step)
     return [test_returns.test_gae_matches_brute_force,
             test_tabular.test_truncation_bootstraps_from_final_obs]
 
 
 def bootstrapping_through_a_terminal(monkeypatch):
     """TD targets add gamma * V(terminal state) (tabular) or gamma * Q(s') (DQN) after the end."""
-    monkeypatch.setattr(tabular_module, "_bootstrap", lambda value, terminated: value)
-    real = dqn_module._td_targets
-    monkeypatch.setattr(dqn_module, "_td_targets", lambda r, term, q_on, q_tgt, gamma, double: real(
+    test_tabular.patch_tabular(monkeypatch, "_bootstrap", lambda value, terminated: value)
+    real = dqn_module.dqn_targets
+    plant(monkeypatch, dqn_module, "dqn_targets", lambda r, term, q_on, q_tgt, gamma, double=True: real(
         r, np.zeros_like(term), q_on, q_tgt, gamma, double))
     return [test_tabular.test_terminal_never_bootstraps,
             test_dqn.test_terminal_never_bootstraps_truncation_does]
@@ -71,46 +79,46 @@ def bootstrapping_through_a_terminal(monkeypatch):
 
 def reversed_kl(monkeypatch):
     """KL(ref || pi) for the exact KL and the k3 estimator of the wrong direction."""
-    real_kl, real_estimate = llm_module.exact_kl, llm_module.kl_estimate
-    monkeypatch.setattr(llm_module, "exact_kl", lambda p, ref, mask: real_kl(ref, p, mask))
-    monkeypatch.setattr(llm_module, "kl_estimate",
-                        lambda logp, ref_logp, kind="k1": real_estimate(ref_logp, logp, kind))
+    real_kl, real_estimate = kl_module.exact_kl, kl_module.kl_estimate
+    plant(monkeypatch, kl_module, "exact_kl", lambda p, ref, mask: real_kl(ref, p, mask))
+    plant(monkeypatch, kl_module, "kl_estimate",
+          lambda logp, ref_logp, kind="k1": real_estimate(ref_logp, logp, kind))
     return [test_llm.test_exact_kl_by_hand_and_direction,
             test_llm.test_k3_is_unbiased_for_kl_pi_ref_and_the_flipped_sign_is_caught]
 
 
 def trace_crossing_an_episode_boundary(monkeypatch):
     """Eligibility traces are not cleared when an episode ends."""
-    monkeypatch.setattr(tabular_module, "_clear_traces", lambda traces: None)
+    test_tabular.patch_tabular(monkeypatch, "_clear_traces", lambda traces: None)
     return [lambda: test_tabular.test_traces_stop_at_episode_ends("accumulating"),
             lambda: test_tabular.test_traces_stop_at_episode_ends("replacing")]
 
 
 def policy_arrows_drawn_upside_down(monkeypatch):
     """Arrows drawn in (x, y) with y up, while the grid's rows run down the screen."""
-    real = GridWorld._draw_arrows
+    real = grid_module._draw_arrows
 
-    def upside_down(self, ax, policy):
+    def upside_down(env, ax, policy):
         flipped = np.asarray(policy).copy()
         ups, downs = flipped == UP, flipped == rc.envs.DOWN
         flipped[ups], flipped[downs] = rc.envs.DOWN, UP
-        real(self, ax, flipped)
+        real(env, ax, flipped)
 
-    monkeypatch.setattr(GridWorld, "_draw_arrows", upside_down)
+    monkeypatch.setattr(grid_module, "_draw_arrows", upside_down)
     return [lambda: test_envs.test_plot_arrows_point_the_way_the_action_moves(UP, (0, 1))]
 
 
 def policy_arrows_mirrored(monkeypatch):
     """LEFT and RIGHT swapped when turning actions into arrows."""
-    real = GridWorld._draw_arrows
+    real = grid_module._draw_arrows
 
-    def mirrored(self, ax, policy):
+    def mirrored(env, ax, policy):
         swapped = np.asarray(policy).copy()
         lefts, rights = swapped == LEFT, swapped == RIGHT
         swapped[lefts], swapped[rights] = RIGHT, LEFT
-        real(self, ax, swapped)
+        real(env, ax, swapped)
 
-    monkeypatch.setattr(GridWorld, "_draw_arrows", mirrored)
+    monkeypatch.setattr(grid_module, "_draw_arrows", mirrored)
     return [lambda: test_envs.test_plot_arrows_point_the_way_the_action_moves(LEFT, (-1, 0))]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import autodiff as ad
+from rlcourse.core import autodiff as ad
 
 # the module, not the function `ppo` that rlcourse.algos re-exports under the same name
 ppo_module = importlib.import_module("rlcourse.algos.ppo")
@@ -186,9 +186,9 @@ def test_callback_stops_and_runs_are_reproducible(capsys):
     a, b = run(), run()
     for x, y in zip(ad.tree_leaves(a.params), ad.tree_leaves(b.params)):
         np.testing.assert_array_equal(x, y)
-    np.testing.assert_array_equal(a.approx_kl, b.approx_kl)
-    assert a.updates == 10 and a.approx_kl.shape == (10,) and a.steps[-1] == 640
-    assert np.all(a.approx_kl >= 0) and np.all((a.clip_fraction >= 0) & (a.clip_fraction <= 1))
+    np.testing.assert_array_equal(a.history["approx_kl"], b.history["approx_kl"])
+    assert a.updates == 10 and a.history["approx_kl"].shape == (10,) and a.steps == 640
+    assert np.all((a.history["clip_fraction"] >= 0) & (a.history["clip_fraction"] <= 1))
     assert len(a.episode_end_steps) == len(a.episode_returns)
     seen = []
     stopped = run(lambda info: seen.append(info["steps"]) or info["update"] < 2)
@@ -231,8 +231,8 @@ def test_ppo_solves_cartpole_with_200k_steps():
 def test_ppo_cartpole_preset(seed):
     model, params = rc.make_actor_critic(4, 2, seed=seed)
     result = rc.ppo(rc.CartPole(n=8, seed=seed), model, params, seed=seed, **rc.PPO_CARTPOLE)
-    assert result.steps[-1] <= 50_000
-    assert np.nanmax(result.mean_returns) >= 475.0  # mean of the last 20 training episodes
+    assert result.steps <= 50_000
+    assert np.nanmax(result.history["mean_return"]) >= 475.0  # mean of the last 20 training episodes
     assert _greedy_eval(model, result.params).mean == 500.0
 
 

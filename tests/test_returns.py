@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlcourse as rc
-from rlcourse import returns as returns_module
+from rlcourse.core import returns as returns_module
 
 
 def random_rollout(seed, T, n, p_term=0.15, p_trunc=0.1):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse.search import _Node, _uct_child
+from rlcourse.search.mcts import _Node, _uct_child
 
 # With c = 1.0 and 2000 simulations MCTS made no suboptimal move (by minimax) in 200 games
 # against a perfect player; with 1000 it made 3, with the default c = 1.4 and 2000 it made 1.

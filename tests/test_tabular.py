@@ -5,10 +5,18 @@ import numpy as np
 import pytest
 
 import rlcourse as rc
-from rlcourse import tabular
+from rlcourse.tabular import _episodes, control, prediction, targets
 
 # ---------------------------------------------------------------------------------------------
 # Small MDPs
+
+def patch_tabular(monkeypatch, name, fn):
+    """Plant ``fn`` as ``name`` in every tabular module that uses it (each imported it by name)."""
+    modules = [m for m in (targets, _episodes, prediction, control) if hasattr(m, name)]
+    assert modules, name
+    for module in modules:
+        monkeypatch.setattr(module, name, fn)
+
 
 
 def random_walk(k=5, left_reward=0.0, right_reward=1.0, max_steps=None):
@@ -179,7 +187,7 @@ def test_terminal_never_bootstraps():
 
 
 def test_planted_bug_bootstrapping_through_terminal_is_caught(monkeypatch):
-    monkeypatch.setattr(tabular, "_bootstrap", lambda value, terminated: value)
+    patch_tabular(monkeypatch, "_bootstrap", lambda value, terminated: value)
     with pytest.raises(AssertionError):
         assert_terminal_never_bootstraps()
 
@@ -204,25 +212,25 @@ def test_truncation_bootstraps_from_final_obs():
 
 
 def test_planted_bug_bootstrapping_from_next_episode_obs_is_caught(monkeypatch):
-    step = tabular._step
+    step = _episodes._step
 
     def step_with_obs_as_final(env, buffer, action):
         s_next, r, terminated, truncated, _ = step(env, buffer, action)
         return s_next, r, terminated, truncated, s_next
 
-    monkeypatch.setattr(tabular, "_step", step_with_obs_as_final)
+    patch_tabular(monkeypatch, "_step", step_with_obs_as_final)
     with pytest.raises(AssertionError):
         assert_truncation_bootstraps_from_final_obs()
 
 
 def test_planted_bug_treating_truncation_as_terminal_is_caught(monkeypatch):
-    step = tabular._step
+    step = _episodes._step
 
     def step_truncation_terminates(env, buffer, action):
         s_next, r, terminated, truncated, s_final = step(env, buffer, action)
         return s_next, r, terminated or truncated, truncated, s_final
 
-    monkeypatch.setattr(tabular, "_step", step_truncation_terminates)
+    patch_tabular(monkeypatch, "_step", step_truncation_terminates)
     with pytest.raises(AssertionError):
         assert_truncation_bootstraps_from_final_obs()
 
@@ -250,7 +258,7 @@ def test_traces_stop_at_episode_ends(traces):
 
 
 def test_planted_bug_traces_kept_across_episodes_is_caught(monkeypatch):
-    monkeypatch.setattr(tabular, "_clear_traces", lambda traces: None)
+    patch_tabular(monkeypatch, "_clear_traces", lambda traces: None)
     with pytest.raises(AssertionError):
         assert_traces_stop_at_episode_ends("accumulating")
 

@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from rlcourse.cli import course_map_markdown
-from rlcourse.notebooks import build
+from rlcourse.course.cli import course_map_markdown
+from rlcourse.course.notebooks import build
 
 os.environ.pop("MPLBACKEND", None)
 top = Path(__file__).resolve().parent.parent

@@ -108,7 +108,7 @@ print(f"L = {value:.6f}   dL/dw by hand = {by_hand:.6f}   by value_and_grad = {f
 # operators `+ - * / @ **`: they record themselves on the tape. Here is the whole backward pass:
 
 # %%
-print(inspect.getsource(rc.autodiff._backward))
+print(inspect.getsource(rc.core.autodiff._backward))
 
 # %% [markdown]
 # ## Build it

@@ -165,7 +165,7 @@ plt.show()
 
 # %%
 print(inspect.getsource(rc.policy_evaluation_exact))
-print(inspect.getsource(rc.dp._policy_dynamics))
+print(inspect.getsource(rc.tabular.dp._policy_dynamics))
 
 # %%
 np.testing.assert_allclose(V_exact, rc.policy_evaluation_exact(grid.P, grid.R, random_policy, GAMMA,
@@ -242,7 +242,7 @@ for name, v in values.items():
 titles = {"uniformly random": "random: drifts into the hole", "RIGHT or DOWN": "RIGHT-or-DOWN: mostly reaches G"}
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), dpi=72)
 for ax, (name, v) in zip(axes, values.items()):
-    maze.plot(values=v, ax=ax, title=f"V of {titles[name]}")
+    rc.plot_grid(maze, values=v, ax=ax, title=f"V of {titles[name]}")
     ax.set(xlabel="column", ylabel="row")
 fig.tight_layout()
 plt.show()
@@ -255,7 +255,7 @@ plt.show()
 fig, axes = plt.subplots(1, 3, figsize=(9, 3), dpi=72)
 for ax, gamma in zip(axes, (0.5, 0.9, 0.99)):
     v = rc.policy_evaluation_exact(maze.P, maze.R, right_down, gamma, maze.terminal)
-    maze.plot(values=v, ax=ax)
+    rc.plot_grid(maze, values=v, ax=ax)
     ax.set_title(f"gamma = {gamma}: V(start) {v[0]:+.3f}", fontsize=9)
     ax.set(xlabel="column")
 axes[0].set(ylabel="row")

@@ -230,7 +230,7 @@ print("without terminal mask:", np.round(rc.value_iteration(P3, R_bad, 0.9)[0], 
 
 # %%
 fig, ax = plt.subplots(figsize=(5, 3.2), dpi=72)
-lake.plot(values=V_star, policy=policy_star, ax=ax,
+rc.plot_grid(lake, values=V_star, policy=policy_star, ax=ax,
           title="FrozenLake 4x4, gamma 0.99: V* and the greedy policy")
 ax.set(xlabel="column", ylabel="row")
 plt.show()
@@ -312,7 +312,7 @@ assert vi_sweeps[-1] > 10 * vi_sweeps[0] and max(pi_steps) < 30
 # %%
 V_big, policy_big = rc.value_iteration(big.P, big.R, GAMMA, big.terminal)
 fig, ax = plt.subplots(figsize=(5, 4), dpi=72)
-big.plot(values=V_big, policy=policy_big, ax=ax, annotate=False,
+rc.plot_grid(big, values=V_big, policy=policy_big, ax=ax, annotate=False,
          title="FrozenLake 8x8: value fades with distance from G")
 ax.set(xlabel="column", ylabel="row")
 plt.show()

@@ -295,9 +295,9 @@ assert v_greedy[0] > 0.9 * v_star[0]
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), dpi=72)
-lake.plot(control.Q.max(axis=1), control.policy, ax=axes[0],
+rc.plot_grid(lake, control.Q.max(axis=1), control.policy, ax=axes[0],
           title="MC control: max_a Q, below V*")
-lake.plot(v_star, rc.value_iteration(lake.P, lake.R, 0.99, lake.terminal)[1], ax=axes[1],
+rc.plot_grid(lake, v_star, rc.value_iteration(lake.P, lake.R, 0.99, lake.terminal)[1], ax=axes[1],
           title="Value iteration: V*, optimal policy")
 for ax in axes:
     ax.set(xlabel="column", ylabel="row")

@@ -173,7 +173,7 @@ assert len(greedy_path(ref_q.policy)) - 1 == 13
 # that values the next state:
 
 # %%
-print(inspect.getsource(rc.tabular._one_step_control))
+print(inspect.getsource(rc.tabular.control._one_step_control))
 print(inspect.getsource(rc.sarsa))
 
 # %% [markdown]
@@ -246,7 +246,7 @@ for ax, (name, results) in zip(axes, runs.items()):
     res = results[0]
     values = res.Q.max(axis=1)
     values[START + 1:] = np.nan  # cliff and goal: never acted in, left blank
-    cliff.plot(values, res.policy, ax=ax, annotate=False,
+    rc.plot_grid(cliff, values, res.policy, ax=ax, annotate=False,
                title=f"{name}: greedy path ({len(greedy_path(res.policy)) - 1} steps)")
     ax.images[0].colorbar.set_label(r"$\max_a Q(s, a)$")
     ax.set(xlabel="column", ylabel="row")

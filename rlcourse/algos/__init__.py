@@ -1,9 +1,8 @@
-"""Deep RL algorithms on vector environments: each trainer is one function returning a result."""
+"""Deep RL trainers on vector environments: ``ppo``, ``actor_critic``, ``reinforce``, ``dqn``.
 
-from .actor_critic import *  # noqa: F401,F403
-from .dqn import *  # noqa: F401,F403
-from .evaluate import *  # noqa: F401,F403
-from .ppo import *  # noqa: F401,F403
-from .reinforce import *  # noqa: F401,F403
-from .rollout import *  # noqa: F401,F403
-from .training import *  # noqa: F401,F403
+Every trainer is one function of the same shape that returns a :class:`~.trainer.TrainResult`
+(see :mod:`.trainer` for the shared contract). ``rollout`` collects on-policy data, ``evaluate``
+scores a frozen policy, ``models`` builds the networks the lessons use. The names are
+re-exported at the top level (``rc.ppo``); this package only holds the modules, so
+``rlcourse.algos.ppo`` is the module with the algorithm's docstring.
+"""

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autodiff as ad
-from .._checks import check_count, check_probability
-from ..blas import single_thread_blas
-from ..optim import Adam, clip_by_global_norm
-from ..returns import _gae
+from ..core import autodiff as ad
+from ..core._checks import agent_rng, check_count, check_nonnegative, check_probability
+from ..core.blas import single_thread_blas
+from ..core.distributions import categorical_entropy, categorical_log_prob
+from ..core.optim import Adam
+from ..core.returns import gae
 from .rollout import collect_rollout, explained_variance
-from .training import FlatParams, TrainingLog
+from .trainer import Learner, TrainingLog, standardise
 
 __all__ = ["actor_critic", "actor_critic_loss", "A2C_CARTPOLE"]
 
@@ -43,11 +44,10 @@ def actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef:
         if np.shape(arr) != actions.shape:
             raise ValueError(f"{name}: expected shape {actions.shape} like actions, got {np.shape(arr)}")
     logits, values = model(params, obs)
-    log_p = ad.log_softmax(logits)
-    log_probs = ad.reshape(ad.take_along_axis(log_p, actions[:, None], axis=1), actions.shape)
+    log_probs = categorical_log_prob(logits, actions)
     policy_loss = -ad.mean(log_probs * ad.stop_gradient(advantages))
     value_loss = 0.5 * ad.mean(ad.square(values - returns))
-    entropy = -ad.mean(ad.sum(ad.exp(log_p) * log_p, axis=1))
+    entropy = ad.mean(categorical_entropy(logits))
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
     stats = {key: float(ad.stop_gradient(v)) for key, v in
              (("policy_loss", policy_loss), ("value_loss", value_loss), ("entropy", entropy))}
@@ -55,52 +55,74 @@ def actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef:
 
 
 @single_thread_blas()
-def actor_critic(env, model, params, total_steps: int = 100_000, rollout: int = 8,
+def actor_critic(env, model, params, total_steps: int = 100_000, *, rollout: int = 8,
                  lr: float = 1e-3, gamma: float = 0.99, lam: float = 0.95, vf_coef: float = 0.5,
                  ent_coef: float = 0.0, max_grad_norm: float | None = 0.5, norm_adv: bool = False,
                  anneal_lr: bool = False, opt=None, dtype=np.float32, seed: int = 0,
                  callback=None, progress: bool | None = None):
-    """Train ``model(params, obs) -> (logits, values)`` with A2C + GAE on a vector env.
+    """Train ``model(params, obs) -> (logits [n, A], values [n])`` with A2C + GAE on a vector env.
 
-    One gradient step per rollout of ``rollout * n`` samples. Arguments as for
-    :func:`rlcourse.ppo` (``opt`` defaults to ``Adam(lr)``; ``norm_adv`` standardises each
-    batch's advantages). Truncated episodes bootstrap from ``V(final_obs)``; terminated ones
-    from nothing. Returns a :class:`~rlcourse.algos.training.TrainResult` (``approx_kl`` and
-    ``clip_fraction`` are NaN: A2C has no ratio).
+    The arguments and the result follow the trainer contract (:mod:`rlcourse.algos.trainer`).
+
+    Args:
+        total_steps: env steps, all ``n`` copies counted, in updates of ``rollout * n`` samples.
+        rollout: vector steps collected per update; one gradient step per update.
+        lr: Adam's learning rate (ignored when ``opt`` is given; then ``opt.lr`` is used).
+        gamma: discount; lam: GAE's lambda.
+        vf_coef, ent_coef: weights of the value loss and of the entropy bonus.
+        max_grad_norm: clip the global gradient norm to this (None: no clipping).
+        norm_adv: standardise each batch's advantages.
+        anneal_lr: lower the learning rate linearly to 0 over the run.
+        opt, dtype, seed, callback, progress: as in the trainer contract (default
+            ``opt``: ``Adam(lr)``).
+
+    Truncated episodes bootstrap from ``V(final_obs)``; terminated ones from nothing. The
+    result's history holds ``policy_loss``, ``value_loss``, ``entropy``, ``grad_norm`` (before
+    clipping), ``explained_variance`` and ``lr`` per update.
     """
-    total_steps, rollout = check_count("total_steps", total_steps), check_count("rollout", rollout)
-    gamma, lam = check_probability("gamma", gamma), check_probability("lam", lam)
-    if max_grad_norm is not None and not max_grad_norm > 0:
-        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
-    opt = Adam(lr) if opt is None else opt
-    rng = np.random.default_rng(seed)
-    layout, theta, params = FlatParams.packed(params, dtype)
-    opt_state = opt.init(theta)
+    settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
+    learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
+    rng = agent_rng(seed)
     batch = rollout * env.n
     num_updates = max(total_steps // batch, 1)
-    grad_fn = ad.value_and_grad(actor_critic_loss)
-    log = TrainingLog(env, "actor_critic", num_updates * batch, progress, callback)
+    log = TrainingLog(env, "actor_critic", num_updates * batch, progress, callback, settings)
+    loss_and_grad = ad.value_and_grad(actor_critic_loss)
     obs = env.reset(seed=seed)
     for update in range(num_updates):
-        step_lr = opt.lr * (1.0 - update / num_updates) if anneal_lr else opt.lr
-        data = collect_rollout(env, model, params, obs, rollout, rng, dtype, log.episodes_ended)
+        step_lr = learner.opt.lr * ((1.0 - update / num_updates) if anneal_lr else 1.0)
+        data = collect_rollout(env, model, learner.params, obs, rollout, rng, dtype)
         obs = data.last_obs
-        log.env_steps(batch)
-        advantages, returns = _gae(data.rewards, data.values, data.next_values, data.terminated,
-                                   data.truncated, gamma, lam)
-        adv = advantages.reshape(batch)
-        if norm_adv and batch > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        (_, stats), grads = grad_fn(params, model, data.obs.reshape(batch, *data.obs.shape[2:]),
-                                    data.actions.reshape(batch), adv, returns.reshape(batch),
-                                    vf_coef, ent_coef)
-        grads = {"theta": layout.flatten(grads)}
-        if max_grad_norm is not None:
-            grads, _ = clip_by_global_norm(grads, max_grad_norm)
-        new_theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
-        theta["theta"][...] = new_theta["theta"]  # params are views of it: now updated
-        stats["explained_variance"] = explained_variance(data.values.reshape(batch),
-                                                         returns.reshape(batch))
-        if not log.end_update(params, update, **stats):
+        log.record_steps(data.terminated, data.truncated)
+        advantages, returns = gae(data.rewards, data.values, data.next_values, data.terminated,
+                                  data.truncated, gamma, lam)
+        adv, returns = advantages.reshape(batch), returns.reshape(batch)
+        if norm_adv:
+            adv = standardise(adv)
+        (_, stats), grads = loss_and_grad(learner.params, model,
+                                          data.obs.reshape(batch, *data.obs.shape[2:]),
+                                          data.actions.reshape(batch), adv, returns, vf_coef,
+                                          ent_coef)
+        grad_norm = learner.step(grads, step_lr)
+        if not log.end_update(learner.params, last=update == num_updates - 1, **stats,
+                              grad_norm=grad_norm, lr=step_lr,
+                              explained_variance=explained_variance(data.values.reshape(batch),
+                                                                    returns)):
             break
-    return log.result(params)
+    return log.result(learner.params)
+
+
+_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+
+
+def _checked_settings(total_steps, rollout, lr, gamma, lam, vf_coef, ent_coef, max_grad_norm,
+                      norm_adv, anneal_lr, dtype, seed) -> dict:
+    """``actor_critic``'s arguments, each checked once, as the ``settings`` of its result."""
+    check_count("total_steps", total_steps)
+    check_count("rollout", rollout)
+    check_probability("gamma", gamma)
+    check_probability("lam", lam)
+    check_nonnegative("vf_coef", vf_coef)
+    check_nonnegative("ent_coef", ent_coef)
+    return dict(total_steps=total_steps, rollout=rollout, lr=lr, gamma=gamma, lam=lam,
+                vf_coef=vf_coef, ent_coef=ent_coef, max_grad_norm=max_grad_norm,
+                norm_adv=norm_adv, anneal_lr=anneal_lr, dtype=np.dtype(dtype).name, seed=seed)

@@ -11,12 +11,11 @@ time-limit ``truncated`` ones do, from ``final_obs``, because the state there st
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from .. import autodiff as ad
-from .._checks import (
+from ..core import autodiff as ad
+from ..core._checks import (
+    agent_rng,
     as_bool_array,
     as_float_array,
     as_int_array,
@@ -24,12 +23,12 @@ from .._checks import (
     check_probability,
     check_shape,
 )
-from ..blas import single_thread_blas
-from ..optim import Adam, clip_by_global_norm, linear_schedule
-from .evaluate import evaluate, greedy_policy
-from .training import FlatParams, Progress
+from ..core.blas import single_thread_blas
+from ..core.losses import huber
+from ..core.optim import Adam, linear_schedule
+from .trainer import Learner, TrainingLog
 
-__all__ = ["ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss", "huber"]
+__all__ = ["ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss"]
 
 # Settings that solve CartPole-v1 within 50k steps, after the SB3 zoo's CartPole DQN, for a
 # 4-64-64-2 ReLU network (the zoo's is 256-256; 64-64 reached a greedy score of 475 within 50k
@@ -41,25 +40,12 @@ __all__ = ["ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "d
 # ``dqn``'s defaults. They reach 475 fast but do not hold it: on seeds 0-4 the policy left at
 # 50k steps scored 500 on only one (benchmarks/dqn_cartpole.py). Annealing the learning rate,
 # a final epsilon of 0.01, both together, or Polyak targets did not make all five end well,
-# so the remedy is the opt-in ``eval_env=..., keep_best=True``, which returns the best
-# evaluated params as well.
+# so the remedy is a ``Checkpoints`` callback, which keeps the best evaluated params as well.
 DQN_CARTPOLE = dict(
     lr=2.3e-3, gamma=0.99, buffer_size=100_000, batch_size=64, learning_starts=1_000,
     train_freq=256, gradient_steps=128, target_update=128, tau=1.0, epsilon_start=1.0,
     epsilon_end=0.04, exploration_fraction=0.16, double=True, max_grad_norm=10.0,
 )
-
-
-def huber(x, delta: float = 1.0):
-    """Elementwise Huber loss: ``x**2 / 2`` where ``|x| <= delta``, else ``delta (|x| - delta/2)``.
-
-    Quadratic near zero, linear beyond ``delta``: the gradient is ``x`` clipped to
-    ``[-delta, delta]``, so one huge TD error cannot blow up an update. Works on traced values.
-    """
-    if not delta > 0:
-        raise ValueError(f"delta: expected a number > 0, got {delta}")
-    small = ad.abs(x) <= delta
-    return ad.where(small, 0.5 * ad.square(x), delta * (ad.abs(x) - 0.5 * delta))
 
 
 def dqn_targets(rewards, terminated, next_q_online, next_q_target, gamma: float, double: bool = True):
@@ -83,11 +69,6 @@ def dqn_targets(rewards, terminated, next_q_online, next_q_target, gamma: float,
     if double:
         next_q_online = as_float_array("next_q_online", next_q_online, ndim=2)
         check_shape("next_q_online", next_q_online, next_q_target.shape, against="next_q_target")
-    return _td_targets(rewards, terminated, next_q_online, next_q_target, gamma, double)
-
-
-def _td_targets(rewards, terminated, next_q_online, next_q_target, gamma, double):
-    """:func:`dqn_targets` without the input checks, for the training loop's checked arrays."""
     if double:
         best = np.argmax(next_q_online, axis=1)
         next_value = np.take_along_axis(next_q_target, best[:, None], axis=1)[:, 0]
@@ -117,10 +98,7 @@ class ReplayBuffer:
     """
 
     def __init__(self, capacity: int, obs_shape: tuple, dtype=np.float32):
-        if isinstance(capacity, (bool, np.bool_)) or not isinstance(capacity, (int, np.integer)) \
-                or capacity < 1:
-            raise ValueError(f"capacity: expected a positive int, got {capacity!r}")
-        self.capacity = int(capacity)
+        self.capacity = check_count("capacity", capacity)
         self.obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.actions = np.zeros(capacity, dtype=np.int64)
@@ -163,239 +141,135 @@ class ReplayBuffer:
         return self.batch(self.sample_indices(rng, batch_size))
 
 
-@dataclass
-class DQNResult:
-    """What :func:`dqn` returns.
-
-    ``episode_returns [E]`` undiscounted training returns (exploration included) and
-    ``episode_end_steps [E]`` the environment step at which each ended; ``losses [G]`` and
-    ``q_means [G]`` the Huber loss and mean ``Q(s, a)`` of every gradient step; ``steps`` the
-    environment transitions taken (fewer than ``total_steps`` if a callback stopped the run).
-
-    With an ``eval_env``: ``eval_steps [K]`` and ``eval_returns [K]`` are the step of each greedy
-    evaluation and its mean return (the last one is of the returned ``params``). With
-    ``keep_best``: ``best_params`` are the parameters of the first evaluation that scored
-    ``best_eval``, taken at ``best_step``. ``best_eval`` is the maximum of ``K`` noisy scores, so
-    it overestimates what ``best_params`` score on new episodes: evaluate them on other seeds
-    before quoting a figure. Without ``keep_best`` these three are None.
-    """
-
-    params: object
-    target_params: object
-    episode_returns: np.ndarray
-    episode_end_steps: np.ndarray
-    losses: np.ndarray
-    q_means: np.ndarray
-    steps: int
-    settings: dict = field(default_factory=dict)
-    eval_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    eval_returns: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    best_params: object = None
-    best_eval: float | None = None
-    best_step: int | None = None
-
-
-
 @single_thread_blas()
-def dqn(
-    env,
-    model,
-    params,
-    total_steps: int,
-    lr: float = 2.3e-3,
-    gamma: float = 0.99,
-    buffer_size: int = 100_000,
-    batch_size: int = 64,
-    learning_starts: int = 1_000,
-    train_freq: int = 256,
-    gradient_steps: int = 128,
-    target_update: int = 128,
-    tau: float = 1.0,
-    epsilon_start: float = 1.0,
-    epsilon_end: float = 0.04,
-    exploration_fraction: float = 0.16,
-    double: bool = True,
-    max_grad_norm: float | None = 10.0,
-    anneal_lr: bool = False,
-    seed: int = 0,
-    eval_env=None,
-    eval_every: int = 2_560,
-    eval_episodes: int = 10,
-    eval_seed: int = 1_000,
-    keep_best: bool = False,
-    callback=None,
-    progress: bool | None = None,
-    dtype=np.float32,
-) -> DQNResult:
-    """Train ``model(params, obs) -> q [n, A]`` on ``env`` with DQN; returns a :class:`DQNResult`.
+def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: float = 0.99,
+        buffer_size: int = 100_000, batch_size: int = 64, learning_starts: int = 1_000,
+        train_freq: int = 256, gradient_steps: int = 128, target_update: int = 128,
+        tau: float = 1.0, epsilon_start: float = 1.0, epsilon_end: float = 0.04,
+        exploration_fraction: float = 0.16, double: bool = True,
+        max_grad_norm: float | None = 10.0, anneal_lr: bool = False, opt=None,
+        dtype=np.float32, seed: int = 0, callback=None, progress: bool | None = None):
+    """Train ``model(params, obs) -> q [n, A]`` on ``env`` with DQN.
 
-    Steps are environment transitions (``env.n`` per vector step). Epsilon falls linearly from
-    ``epsilon_start`` to ``epsilon_end`` over the first ``exploration_fraction * total_steps``
-    steps, then stays. Nothing is learned before ``learning_starts`` transitions are stored;
-    after that, every ``train_freq`` steps run ``gradient_steps`` updates on minibatches of
-    ``batch_size``. The target network is updated every ``target_update`` *gradient* steps:
-    copied when ``tau == 1``, else moved ``tau`` of the way (Polyak averaging). Gradients are
-    clipped to global norm ``max_grad_norm`` (None: no clipping). ``anneal_lr`` lowers the
-    learning rate linearly from ``lr`` at step 0 towards 0 at ``total_steps``; each training
-    phase uses the value at the start of the ``train_freq`` steps before it, so the last phase
-    still learns.
+    The arguments and the result follow the trainer contract (:mod:`rlcourse.algos.trainer`).
 
-    ``eval_env`` (a separate environment, never the training one): every ``eval_every`` steps
-    and once at the end, the greedy policy is scored with :func:`evaluate` over
-    ``eval_episodes`` episodes from ``reset(seed=eval_seed)``, so every checkpoint meets the
-    same start states and the training random stream is untouched (the run is bit-identical
-    with or without evaluation). ``keep_best`` (needs ``eval_env``) also returns the
-    parameters of the best evaluation as ``best_params``. DQN's greedy policy on CartPole can
-    score 500 and then collapse before the run ends, so ``params`` (the final ones) need not
-    be the best policy seen; ``best_params`` are, by a score that is optimistic (see
-    :class:`DQNResult`).
+    Args:
+        total_steps: environment transitions (``env.n`` per vector step).
+        lr: Adam's learning rate (ignored when ``opt`` is given).
+        gamma: discount of the TD targets.
+        buffer_size: replay capacity (the oldest transitions are overwritten once full).
+        batch_size: transitions per gradient step, drawn uniformly from the buffer.
+        learning_starts: transitions stored before the first training phase.
+        train_freq: environment steps between training phases (one update of the contract).
+        gradient_steps: gradient steps per training phase.
+        target_update: gradient steps between target-network updates.
+        tau: 1 copies the online network into the target; below 1 moves it ``tau`` of the
+            way (Polyak averaging).
+        epsilon_start, epsilon_end, exploration_fraction: epsilon falls linearly from
+            ``epsilon_start`` to ``epsilon_end`` over ``exploration_fraction * total_steps``
+            steps, then stays.
+        double: Double DQN targets (the online network picks ``a*``, the target evaluates it).
+        max_grad_norm: clip the global gradient norm to this (None: no clipping).
+        anneal_lr: lower the learning rate linearly towards 0 at ``total_steps``; each training
+            phase uses the value at the start of the ``train_freq`` steps before it.
+        opt, dtype, seed, callback, progress: as in the trainer contract (default ``opt``:
+            ``Adam(lr)``).
 
-    ``callback(info)`` runs once per ``train_freq`` steps with ``info`` a dict of ``step``,
-    ``params``, ``epsilon``, ``episode_returns`` (list so far) and ``loss`` (mean of the last
-    training phase, NaN before learning starts); returning ``False`` stops the run. ``progress``
-    draws a status line on stderr; ``None`` means "only in an interactive terminal". The same
-    ``seed`` gives bit-identical results.
+    The history holds, per ``train_freq`` steps, ``loss`` and ``q_mean`` (means over the
+    gradient steps since the last entry; NaN before learning starts), ``epsilon`` and ``lr``;
+    ``result.extras["target_params"]`` is the target network. To score the greedy policy
+    during training and keep the best parameters, pass a :class:`~rlcourse.Checkpoints` as
+    the callback.
     """
-    total_steps = check_count("total_steps", total_steps)
-    buffer_size = check_count("buffer_size", buffer_size)
-    batch_size = check_count("batch_size", batch_size)
-    train_freq = check_count("train_freq", train_freq)
-    gradient_steps = check_count("gradient_steps", gradient_steps)
-    target_update = check_count("target_update", target_update)
-    if isinstance(learning_starts, bool) or not isinstance(learning_starts, (int, np.integer)) \
-            or learning_starts < 0:
-        raise ValueError(f"learning_starts: expected an int >= 0, got {learning_starts!r}")
-    gamma = check_probability("gamma", gamma)
-    tau = check_probability("tau", tau)
-    if tau == 0:
-        raise ValueError("tau: expected a number in (0, 1]; tau=0 would never update the target")
-    epsilon_start = check_probability("epsilon_start", epsilon_start)
-    epsilon_end = check_probability("epsilon_end", epsilon_end)
-    exploration_fraction = check_probability("exploration_fraction", exploration_fraction)
-    if max_grad_norm is not None and not max_grad_norm > 0:
-        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm}")
+    settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
     if not callable(model):
         raise TypeError(f"model: expected a function (params, obs) -> q, got {type(model).__name__}")
-    eval_every = check_count("eval_every", eval_every)
-    eval_episodes = check_count("eval_episodes", eval_episodes)
-    if eval_env is env:
-        raise ValueError("eval_env: expected a separate environment; evaluating on the training "
-                         "env would reset its episodes mid-run")
-    if keep_best and eval_env is None:
-        raise ValueError("keep_best: needs eval_env, the environment the greedy policy is scored on")
-
     n, num_actions = env.n, env.num_actions
-    rng = np.random.default_rng(seed)
+    learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
+    rng = agent_rng(seed)
     epsilon = linear_schedule(epsilon_start, epsilon_end, max(1, int(exploration_fraction * total_steps)))
     buffer = ReplayBuffer(min(buffer_size, total_steps), env.observation_shape, dtype)
-    # The optimiser and the target copy work on one flat vector; the model sees tree views of it.
-    layout, theta, params = FlatParams.packed(params, dtype)
-    target_params = params
-    target_theta = theta["theta"]
-    opt = Adam(lr=lr)
-    opt_state = opt.init(theta)
+    target_theta = learner.theta["theta"].copy()
+    target_params = learner.layout.tree(target_theta)
     loss_and_grad = ad.value_and_grad(dqn_loss)
+    log = TrainingLog(env, "dqn", total_steps, progress, callback, settings)
 
     obs = np.asarray(env.reset(seed=seed), dtype=dtype)
-    q = np.asarray(model(params, obs))
+    q = np.asarray(model(learner.params, obs))
     if q.shape != (n, num_actions):
         raise ValueError(f"model: expected Q-values of shape {(n, num_actions)} ([n, num_actions]), "
                          f"got {q.shape}")
-
-    running = np.zeros(n)
-    episode_returns: list[float] = []
-    episode_end_steps: list[int] = []
-    losses: list[float] = []
-    q_means: list[float] = []
-    updates = 0
-    step = 0
-    next_train = max(learning_starts, train_freq)
-    next_callback = train_freq
-    eval_steps: list[int] = []
-    eval_returns: list[float] = []
-    best = dict(params=None, score=None, step=None)
-    next_eval = eval_every
-
-    def run_evaluation(at_step: int) -> None:
-        score = evaluate(eval_env, greedy_policy(model, params), eval_episodes, seed=eval_seed).mean
-        eval_steps.append(at_step)
-        eval_returns.append(score)
-        # Strictly better only: among equal scores the earliest checkpoint is kept.
-        if keep_best and (best["score"] is None or score > best["score"]):
-            best.update(params=ad.tree_map(np.copy, params), score=score, step=at_step)
-
-    bar = Progress("dqn", total_steps, progress)
+    step, gradient_step = 0, 0
+    next_train, next_update = max(learning_starts, train_freq), train_freq
+    losses, q_means = [], []
     while step < total_steps:
-        # One draw of each kind per step whatever happens, so the random stream never depends
-        # on the network's outputs.
+        # Act epsilon-greedily and store the transition. One draw of each kind per step whatever
+        # happens, so the random stream never depends on the network's outputs.
         explore = rng.random(n) < epsilon(step)
         random_actions = rng.integers(0, num_actions, size=n)
         if explore.all():
             actions = random_actions
         else:
-            actions = np.where(explore, random_actions, np.argmax(model(params, obs), axis=1))
+            actions = np.where(explore, random_actions, np.argmax(model(learner.params, obs), axis=1))
         out = env.step(actions)
         buffer.add(obs, actions, out.reward, out.final_obs, out.terminated)
+        log.record_steps(out.terminated, out.truncated)
         obs = out.obs if out.obs.dtype == dtype else out.obs.astype(dtype)
-        running += out.reward
         step += n
-        done = out.terminated | out.truncated
-        if done.any():
-            for i in np.flatnonzero(done).tolist():
-                episode_returns.append(float(running[i]))
-                episode_end_steps.append(step)
-                running[i] = 0.0
-
-        phase_losses = []
+        # A training phase: gradient steps on minibatches towards targets of the frozen copy.
         if step >= next_train:
             next_train += train_freq
-            phase_lr = lr * (1.0 - (step - train_freq) / total_steps) if anneal_lr else lr
-            all_idx = buffer.sample_indices(rng, (gradient_steps, batch_size))
-            for idx in all_idx:
+            phase_lr = learner.opt.lr * (1.0 - (step - train_freq) / total_steps) if anneal_lr \
+                else learner.opt.lr
+            for idx in buffer.sample_indices(rng, (gradient_steps, batch_size)):
                 b_obs, b_actions, b_rewards, b_next, b_term = buffer.batch(idx)
-                next_online = model(params, b_next) if double else None
-                targets = _td_targets(b_rewards, b_term, next_online, model(target_params, b_next),
+                next_online = model(learner.params, b_next) if double else None
+                targets = dqn_targets(b_rewards, b_term, next_online, model(target_params, b_next),
                                       gamma, double).astype(dtype, copy=False)
-                (loss, q_mean), grads = loss_and_grad(params, model, b_obs, b_actions, targets)
-                grads = {"theta": layout.flatten(grads)}
-                if max_grad_norm is not None:
-                    grads, _ = clip_by_global_norm(grads, max_grad_norm)
-                theta, opt_state = opt.step(theta, grads, opt_state, lr=phase_lr)
-                params = layout.tree(theta["theta"])
-                updates += 1
-                if updates % target_update == 0:
-                    # opt.step returns a new vector, so keeping a reference is a copy for tau = 1.
-                    target_theta = theta["theta"] if tau == 1.0 else \
-                        ((1 - tau) * target_theta + tau * theta["theta"]).astype(target_theta.dtype)
-                    target_params = layout.tree(target_theta)
-                losses.append(loss)
-                phase_losses.append(loss)
+                (loss, q_mean), grads = loss_and_grad(learner.params, model, b_obs, b_actions,
+                                                      targets)
+                learner.step(grads, phase_lr)
+                gradient_step += 1
+                if gradient_step % target_update == 0:
+                    target_theta[...] = learner.theta["theta"] if tau == 1.0 else \
+                        (1 - tau) * target_theta + tau * learner.theta["theta"]
+                losses.append(float(loss))
                 q_means.append(float(q_mean))
-        if eval_env is not None and step >= next_eval:
-            next_eval += eval_every
-            run_evaluation(step)
-        if step >= next_callback:
-            next_callback += train_freq
-            recent = episode_returns[-20:]
-            bar.update(step, float(np.mean(recent)) if recent else float("nan"))
-            if callback is not None:
-                info = dict(step=step, params=params, epsilon=epsilon(step),
-                            episode_returns=episode_returns,
-                            loss=float(np.mean(phase_losses)) if phase_losses else float("nan"))
-                if callback(info) is False:
-                    break
-    bar.close()
-    if eval_env is not None and (not eval_steps or eval_steps[-1] != step):
-        run_evaluation(step)
-    settings = dict(lr=lr, gamma=gamma, buffer_size=buffer_size, batch_size=batch_size,
-                    learning_starts=learning_starts, train_freq=train_freq,
-                    gradient_steps=gradient_steps, target_update=target_update, tau=tau,
-                    epsilon_start=epsilon_start, epsilon_end=epsilon_end,
-                    exploration_fraction=exploration_fraction, double=double,
-                    max_grad_norm=max_grad_norm, anneal_lr=anneal_lr, seed=seed,
-                    total_steps=total_steps)
-    return DQNResult(params, target_params, np.array(episode_returns),
-                     np.array(episode_end_steps, dtype=np.int64), np.array(losses, dtype=np.float64),
-                     np.array(q_means), step, settings, np.array(eval_steps, dtype=np.int64),
-                     np.array(eval_returns, dtype=np.float64), best["params"], best["score"],
-                     best["step"])
+        if step >= next_update:
+            next_update += train_freq
+            keep_going = log.end_update(
+                learner.params, last=step >= total_steps, epsilon=epsilon(step),
+                lr=phase_lr if losses else learner.opt.lr,
+                loss=np.mean(losses) if losses else np.nan,
+                q_mean=np.mean(q_means) if q_means else np.nan)
+            losses, q_means = [], []
+            if not keep_going:
+                break
+    return log.result(learner.params, target_params=target_params)
+
+
+_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+
+
+def _checked_settings(total_steps, lr, gamma, buffer_size, batch_size, learning_starts,
+                      train_freq, gradient_steps, target_update, tau, epsilon_start, epsilon_end,
+                      exploration_fraction, double, max_grad_norm, anneal_lr, dtype, seed) -> dict:
+    """``dqn``'s arguments, each checked once, as the ``settings`` of its result."""
+    for name, value in (("total_steps", total_steps), ("buffer_size", buffer_size),
+                        ("batch_size", batch_size), ("train_freq", train_freq),
+                        ("gradient_steps", gradient_steps), ("target_update", target_update)):
+        check_count(name, value)
+    check_count("learning_starts", learning_starts, low=0)
+    for name, value in (("gamma", gamma), ("tau", tau), ("epsilon_start", epsilon_start),
+                        ("epsilon_end", epsilon_end),
+                        ("exploration_fraction", exploration_fraction)):
+        check_probability(name, value)
+    if tau == 0:
+        raise ValueError("tau: expected a number in (0, 1]; tau=0 would never update the target")
+    return dict(total_steps=total_steps, lr=lr, gamma=gamma, buffer_size=buffer_size,
+                batch_size=batch_size, learning_starts=learning_starts, train_freq=train_freq,
+                gradient_steps=gradient_steps, target_update=target_update, tau=tau,
+                epsilon_start=epsilon_start, epsilon_end=epsilon_end,
+                exploration_fraction=exploration_fraction, double=double,
+                max_grad_norm=max_grad_norm, anneal_lr=anneal_lr, dtype=np.dtype(dtype).name,
+                seed=seed)

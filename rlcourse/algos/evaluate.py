@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EvalResult", "evaluate", "greedy_policy"]
+from ..core._checks import check_count
+
+__all__ = ["EvalResult", "evaluate", "greedy_policy", "Checkpoints"]
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,7 @@ def evaluate(env, policy, episodes: int = 10, seed: int = 0, max_steps: int = 1_
     ``max_steps`` bounds the vector steps taken, so a policy that never ends an episode in an
     environment without a time limit raises instead of hanging.
     """
-    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, (int, np.integer)) \
-            or episodes < 1:
-        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
+    episodes = check_count("episodes", episodes)
     if not callable(policy):
         raise TypeError(f"policy: expected a function obs -> actions, got {type(policy).__name__}")
     n = env.n
@@ -85,3 +85,40 @@ def greedy_policy(model, params):
         return np.argmax(np.asarray(scores), axis=-1)
 
     return policy
+
+
+class Checkpoints:
+    """A trainer callback that scores the greedy policy during training and keeps the best.
+
+    Pass it as any trainer's ``callback``. Every ``every`` env steps, and after the last update,
+    it runs :func:`evaluate` on ``eval_env`` (a separate environment, never the training one)
+    for ``episodes`` episodes from ``reset(seed=seed)``, so every checkpoint meets the same
+    start states and the training run's random streams are untouched. It records ``steps``
+    and ``returns`` (the mean return of each evaluation) and, with ``keep_best``, the
+    parameters of the first evaluation that scored the best: ``best_params``, ``best_return``
+    and ``best_step``. The best of many noisy scores is optimistic: evaluate ``best_params``
+    on other seeds before quoting a figure.
+    """
+
+    def __init__(self, eval_env, model, every: int = 2_560, episodes: int = 10, seed: int = 1_000,
+                 keep_best: bool = True):
+        self.eval_env, self.model = eval_env, model
+        self.every, self.episodes = check_count("every", every), check_count("episodes", episodes)
+        self.seed, self.keep_best = seed, keep_best
+        self.steps: list[int] = []
+        self.returns: list[float] = []
+        self.best_params, self.best_return, self.best_step = None, None, None
+        self._next = self.every
+
+    def __call__(self, info: dict) -> bool:
+        if info["steps"] >= self._next or info["last"]:
+            while self._next <= info["steps"]:
+                self._next += self.every
+            score = evaluate(self.eval_env, greedy_policy(self.model, info["params"]),
+                             self.episodes, seed=self.seed).mean
+            self.steps.append(int(info["steps"]))
+            self.returns.append(score)
+            # strictly better only: among equal scores the earliest checkpoint is kept
+            if self.keep_best and (self.best_return is None or score > self.best_return):
+                self.best_params, self.best_return, self.best_step = info["params"], score, info["steps"]
+        return True

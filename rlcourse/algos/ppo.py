@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autodiff as ad
-from .._checks import check_count, check_probability
-from ..blas import single_thread_blas
-from ..nn import mlp_init
-from ..optim import Adam, clip_by_global_norm
-from ..returns import _gae
+from ..core import autodiff as ad
+from ..core._checks import agent_rng, check_count, check_nonnegative, check_probability
+from ..core.blas import single_thread_blas
+from ..core.distributions import categorical_entropy, categorical_log_prob
+from ..core.kl import kl_estimate
+from ..core.losses import ppo_clip_objective
+from ..core.optim import Adam
+from ..core.returns import gae
 from .rollout import collect_rollout, explained_variance
-from .training import FlatParams, TrainingLog
+from .trainer import Learner, TrainingLog, average, standardise
 
-__all__ = [
-    "ppo", "ppo_loss", "ppo_clip_objective", "make_actor_critic", "actor_critic_model",
-    "PPO_CARTPOLE",
-]
+__all__ = ["ppo", "ppo_loss", "PPO_CARTPOLE"]
 
 # A preset that solves CartPole-v1 fast with 8 copies: the RL Zoo's tuned PPO settings for
 # CartPole (short rollouts, 20 epochs, lr 1e-3, GAE lambda 0.8, gamma 0.98, learning rate and
@@ -41,17 +40,6 @@ PPO_CARTPOLE = dict(
 )
 
 
-def ppo_clip_objective(ratio, advantages, clip: float):
-    """``min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)`` elementwise (to be maximised).
-
-    The gradient with respect to ``ratio`` is ``A`` where the unclipped branch is the smaller
-    one and exactly 0 where the clipped one is: for ``A > 0`` when ``ratio > 1 + clip``, for
-    ``A < 0`` when ``ratio < 1 - clip``. Inside ``[1 - clip, 1 + clip]`` the two branches are
-    equal and the gradient is ``A``. Works on arrays and traced values.
-    """
-    return ad.minimum(ratio * advantages, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * advantages)
-
-
 def ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, clip: float = 0.2,
              vf_coef: float = 0.5, ent_coef: float = 0.0):
     """The PPO loss on one minibatch of ``B`` samples, for ``value_and_grad``.
@@ -60,163 +48,131 @@ def ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, cl
     ``old_log_probs [B]`` of those actions under the policy that collected them, ``advantages``
     and ``returns`` ``[B]`` (normalise the advantages beforehand if you want to). Returns
     ``(loss, stats)`` with ``stats`` a dict of floats: ``policy_loss``, ``value_loss``,
-    ``entropy``, ``approx_kl`` (k3 estimate ``mean((r - 1) - log r)``, >= 0) and
-    ``clip_fraction`` (share with ``|ratio - 1| > clip``).
+    ``entropy``, ``approx_kl`` (the k3 estimate of ``KL(old || new)``, ``mean((r - 1) - log r)``)
+    and ``clip_fraction`` (share of samples with ``|ratio - 1| > clip``).
     """
     actions = np.asarray(actions)
-    n = len(actions)
     for name, arr in (("old_log_probs", old_log_probs), ("advantages", advantages),
                       ("returns", returns)):
-        if np.shape(arr) != (n,):
-            raise ValueError(f"{name}: expected shape ({n},) like actions, got {np.shape(arr)}")
-    check_probability("clip", clip)
-    return _ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, clip,
-                     vf_coef, ent_coef)
-
-
-def _ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, clip, vf_coef,
-              ent_coef):
+        if np.shape(arr) != actions.shape:
+            raise ValueError(f"{name}: expected shape {actions.shape} like actions, got {np.shape(arr)}")
+    clip = check_probability("clip", clip)
     logits, values = model(params, obs)
-    log_p = ad.log_softmax(logits)
-    new_log_probs = ad.reshape(ad.take_along_axis(log_p, actions[:, None], axis=1), actions.shape)
-    log_ratio = new_log_probs - old_log_probs
-    ratio = ad.exp(log_ratio)
+    log_probs = categorical_log_prob(logits, actions)
+    ratio = ad.exp(log_probs - old_log_probs)
     policy_loss = -ad.mean(ppo_clip_objective(ratio, advantages, clip))
     value_loss = 0.5 * ad.mean(ad.square(values - returns))
-    loss = policy_loss + vf_coef * value_loss
-    if ent_coef:
-        entropy = -ad.mean(ad.sum(ad.exp(log_p) * log_p, axis=1))
-        loss = loss - ent_coef * entropy
-    else:  # not differentiated: computed from the values only, for the diagnostics
-        lp = ad.stop_gradient(log_p)
-        entropy = -np.mean(np.sum(np.exp(lp) * lp, axis=1))
-    r, lr_ = ad.stop_gradient(ratio), ad.stop_gradient(log_ratio)
-    if not np.isfinite(r).all():
-        raise ValueError("ratio: the new policy's probabilities overflowed (NaN/inf ratio); "
-                         "lower the learning rate")
+    # the entropy enters the graph only when it is part of the loss
+    entropy = ad.mean(categorical_entropy(logits if ent_coef else ad.stop_gradient(logits)))
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
+    r = ad.stop_gradient(ratio)
     stats = {
         "policy_loss": float(ad.stop_gradient(policy_loss)),
         "value_loss": float(ad.stop_gradient(value_loss)),
         "entropy": float(ad.stop_gradient(entropy)),
-        "approx_kl": float(np.mean((r - 1.0) - lr_)),
+        "approx_kl": float(np.mean(kl_estimate(old_log_probs, ad.stop_gradient(log_probs), "k3"))),
         "clip_fraction": float(np.mean(np.abs(r - 1.0) > clip)),
     }
     return loss, stats
 
 
-def actor_critic_model(params: dict, obs):
-    """``(logits [B, A], values [B])`` from separate ``params["actor"]`` and ``params["critic"]`` MLPs."""
-    return _tanh_mlp(params["actor"], obs), ad.reshape(_tanh_mlp(params["critic"], obs), (-1,))
-
-
-def _tanh_mlp(layers: list, x):
-    """:func:`rlcourse.mlp` with tanh, minus its per-call checks (this runs once per env step
-    and per minibatch); plain numpy ``tanh`` when the weights are arrays (rollouts), the traced
-    op when they are being differentiated."""
-    tanh = np.tanh if isinstance(layers[0]["w"], np.ndarray) else ad.tanh
-    for layer in layers[:-1]:
-        x = tanh(x @ layer["w"] + layer["b"])
-    last = layers[-1]
-    return x @ last["w"] + last["b"]
-
-
-def make_actor_critic(obs_dim: int, num_actions: int, hidden=(64, 64), seed=0, dtype=np.float32):
-    """``(model, params)``: separate tanh MLPs for actor and critic (no shared layers).
-
-    Orthogonal init as in CleanRL/SB3: hidden layers gain sqrt(2), the actor's head 0.01 (so
-    the first policy is close to uniform) and the critic's head 1.0. ``model`` is
-    :func:`actor_critic_model`.
-    """
-    rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    sizes = [int(obs_dim), *[int(h) for h in hidden]]
-    params = {
-        "actor": mlp_init([*sizes, int(num_actions)], rng, out_scale=0.01, dtype=dtype),
-        "critic": mlp_init([*sizes, 1], rng, out_scale=1.0, dtype=dtype),
-    }
-    return actor_critic_model, params
-
-
-
 @single_thread_blas()
-def ppo(env, model, params, total_steps: int = 100_000, rollout: int = 128, epochs: int = 4,
+def ppo(env, model, params, total_steps: int = 100_000, *, rollout: int = 128, epochs: int = 4,
         minibatch: int = 256, lr: float = 3e-4, gamma: float = 0.99, lam: float = 0.95,
         clip: float = 0.2, vf_coef: float = 0.5, ent_coef: float = 0.0,
         max_grad_norm: float | None = 0.5, anneal_lr: bool = True, anneal_clip: bool = False,
-        norm_adv: bool = True, opt=None, dtype=np.float32, seed: int = 0, callback=None,
-        progress: bool | None = None):
-    """Train ``params`` of ``model(params, obs) -> (logits, values)`` with PPO on a vector env.
+        norm_adv: bool = True, target_kl: float | None = None, opt=None, dtype=np.float32,
+        seed: int = 0, callback=None, progress: bool | None = None):
+    """Train ``model(params, obs) -> (logits [n, A], values [n])`` with PPO on a vector env.
 
-    ``total_steps`` env steps (all ``n`` copies counted) in updates of ``rollout * n`` samples;
-    ``epochs`` passes per update in shuffled minibatches of ``minibatch``; advantages by GAE
-    (``gamma``, ``lam``), normalised per minibatch if ``norm_adv``; gradients clipped to global
-    norm ``max_grad_norm`` (None: no clipping); learning rate annealed linearly to 0 over the
-    run if ``anneal_lr`` (and the clip range too if ``anneal_clip``, as the RL Zoo's CartPole
-    settings do). ``opt`` is any optimiser with ``init``/``step`` (default
-    ``Adam(lr, eps=1e-5)``; with your own ``opt`` its ``lr`` is the one annealed). Parameters
-    and buffers are cast to ``dtype`` (float32 halves memory and is ~2x faster than float64).
+    The arguments and the result follow the trainer contract (:mod:`rlcourse.algos.trainer`).
 
-    ``callback(info)`` runs after every update with a dict (``update``, ``steps``, ``params``,
-    ``mean_return``, ``episode_returns`` and the diagnostics); returning ``False`` stops training.
-    ``progress``: None shows a status line only on an interactive terminal (never in a
-    notebook), True/False force it. The env is reset with ``seed``; the same seed gives the
-    same result bit for bit. Returns a :class:`~rlcourse.algos.training.TrainResult`.
+    Args:
+        total_steps: env steps, all ``n`` copies counted, in updates of ``rollout * n`` samples.
+        rollout: vector steps collected per update.
+        epochs: passes over each update's batch.
+        minibatch: samples per gradient step (the batch is shuffled every epoch).
+        lr: Adam's learning rate (ignored when ``opt`` is given; then ``opt.lr`` is used).
+        gamma: discount; lam: GAE's lambda (0: one-step TD errors, 1: Monte Carlo).
+        clip: the ratio's clip range eps.
+        vf_coef, ent_coef: weights of the value loss and of the entropy bonus.
+        max_grad_norm: clip the global gradient norm to this (None: no clipping).
+        anneal_lr, anneal_clip: lower the learning rate / clip range linearly to 0 over the run.
+        norm_adv: standardise the advantages of each minibatch.
+        target_kl: stop an update's epochs early once an epoch's mean approx_kl exceeds it
+            (None: always run every epoch).
+        opt: an optimiser with ``init``/``step``/``lr`` (default ``Adam(lr, eps=1e-5)``).
+        dtype: parameters and buffers (float32 halves memory and is ~2x faster than float64).
+        seed, callback, progress: as in the trainer contract.
+
+    Returns a :class:`~rlcourse.algos.trainer.TrainResult` whose history holds, per update,
+    the minibatch means of ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``,
+    ``clip_fraction``; ``explained_variance`` of the rollout's returns by the values that
+    collected it; ``epochs`` run (fewer than ``epochs`` when ``target_kl`` stopped it); ``lr``
+    and ``clip`` used.
     """
-    total_steps = check_count("total_steps", total_steps)
-    rollout = check_count("rollout", rollout)
-    epochs = check_count("epochs", epochs)
-    minibatch = check_count("minibatch", minibatch)
-    gamma, lam, clip = (check_probability(k, v) for k, v in (("gamma", gamma), ("lam", lam),
-                                                                ("clip", clip)))
-    if max_grad_norm is not None and not max_grad_norm > 0:
-        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
-    if opt is None:
-        opt = Adam(lr, eps=1e-5)
-    base_lr = opt.lr
-    rng = np.random.default_rng(seed)
-    layout, theta, params = FlatParams.packed(params, dtype)
-    opt_state = opt.init(theta)
+    settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
+    learner = Learner(params, opt or Adam(lr, eps=1e-5), dtype, max_grad_norm)
+    rng = agent_rng(seed)
     batch = rollout * env.n
     num_updates = max(total_steps // batch, 1)
-    grad_fn = ad.value_and_grad(_ppo_loss)
-    log = TrainingLog(env, "ppo", num_updates * batch, progress, callback)
+    log = TrainingLog(env, "ppo", num_updates * batch, progress, callback, settings)
+    loss_and_grad = ad.value_and_grad(ppo_loss)
     obs = env.reset(seed=seed)
     for update in range(num_updates):
         remaining = 1.0 - update / num_updates
-        step_lr = base_lr * remaining if anneal_lr else base_lr
-        step_clip = clip * remaining if anneal_clip else clip
-        data = collect_rollout(env, model, params, obs, rollout, rng, dtype, log.episodes_ended)
+        step_lr = learner.opt.lr * (remaining if anneal_lr else 1.0)
+        step_clip = clip * (remaining if anneal_clip else 1.0)
+        # 1. A rollout with the current policy (next_values bootstrap truncations, not terminals)
+        data = collect_rollout(env, model, learner.params, obs, rollout, rng, dtype)
         obs = data.last_obs
-        log.env_steps(batch)
-        advantages, returns = _gae(data.rewards, data.values, data.next_values, data.terminated,
-                                   data.truncated, gamma, lam)
-        flat_obs = data.obs.reshape(batch, *data.obs.shape[2:])
-        flat_actions = data.actions.reshape(batch)
-        flat_logp = data.log_probs.reshape(batch)
-        flat_adv = advantages.reshape(batch)
-        flat_ret = returns.reshape(batch)
-        sums = dict.fromkeys(("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction"),
-                             0.0)
-        steps_taken = 0
-        for _ in range(epochs):
+        log.record_steps(data.terminated, data.truncated)
+        advantages, returns = gae(data.rewards, data.values, data.next_values, data.terminated,
+                                  data.truncated, gamma, lam)
+        # 2. One flat batch of samples, each with the log-prob of the policy that chose it
+        b_obs, b_actions, b_logp, b_values = (x.reshape(batch, *x.shape[2:]) for x in
+                                              (data.obs, data.actions, data.log_probs, data.values))
+        b_adv, b_returns = advantages.reshape(batch), returns.reshape(batch)
+        # 3. Several epochs of clipped updates on shuffled minibatches
+        stats = []
+        for epoch in range(epochs):
             order = rng.permutation(batch)
+            epoch_stats = []
             for start in range(0, batch, minibatch):
                 idx = order[start:start + minibatch]
-                adv = flat_adv[idx]
-                if norm_adv and len(idx) > 1:
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                (_, stats), grads = grad_fn(params, model, flat_obs[idx], flat_actions[idx],
-                                            flat_logp[idx], adv, flat_ret[idx], step_clip, vf_coef,
-                                            ent_coef)
-                grads = {"theta": layout.flatten(grads)}
-                if max_grad_norm is not None:
-                    grads, _ = clip_by_global_norm(grads, max_grad_norm)
-                new_theta, opt_state = opt.step(theta, grads, opt_state, lr=step_lr)
-                theta["theta"][...] = new_theta["theta"]  # params are views of it: now updated
-                for key, value in stats.items():
-                    sums[key] += value
-                steps_taken += 1
-        diagnostics = {key: value / steps_taken for key, value in sums.items()}
-        diagnostics["explained_variance"] = explained_variance(data.values.reshape(batch), flat_ret)
-        if not log.end_update(params, update, **diagnostics):
+                adv = standardise(b_adv[idx]) if norm_adv else b_adv[idx]
+                (_, step_stats), grads = loss_and_grad(
+                    learner.params, model, b_obs[idx], b_actions[idx], b_logp[idx], adv,
+                    b_returns[idx], step_clip, vf_coef, ent_coef)
+                learner.step(grads, step_lr)
+                epoch_stats.append(step_stats)
+            stats.extend(epoch_stats)
+            if target_kl is not None and average(epoch_stats)["approx_kl"] > target_kl:
+                break
+        if not log.end_update(learner.params, last=update == num_updates - 1, **average(stats),
+                              explained_variance=explained_variance(b_values, b_returns),
+                              epochs=epoch + 1, lr=step_lr, clip=step_clip):
             break
-    return log.result(params)
+    return log.result(learner.params)
+
+
+_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+
+
+def _checked_settings(total_steps, rollout, epochs, minibatch, lr, gamma, lam, clip, vf_coef,
+                      ent_coef, max_grad_norm, anneal_lr, anneal_clip, norm_adv, target_kl, dtype,
+                      seed) -> dict:
+    """``ppo``'s arguments, each checked once, as the ``settings`` dict of its result."""
+    for name, value in (("total_steps", total_steps), ("rollout", rollout), ("epochs", epochs),
+                        ("minibatch", minibatch)):
+        check_count(name, value)
+    for name, value in (("gamma", gamma), ("lam", lam), ("clip", clip)):
+        check_probability(name, value)
+    for name, value in (("vf_coef", vf_coef), ("ent_coef", ent_coef)):
+        check_nonnegative(name, value)
+    if target_kl is not None:
+        check_nonnegative("target_kl", target_kl, positive=True)
+    return dict(total_steps=total_steps, rollout=rollout, epochs=epochs, minibatch=minibatch,
+                lr=lr, gamma=gamma, lam=lam, clip=clip, vf_coef=vf_coef, ent_coef=ent_coef,
+                max_grad_norm=max_grad_norm, anneal_lr=anneal_lr, anneal_clip=anneal_clip,
+                norm_adv=norm_adv, target_kl=target_kl, dtype=np.dtype(dtype).name, seed=seed)

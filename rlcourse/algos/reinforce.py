@@ -22,19 +22,26 @@ counted as 0 (a Monte Carlo return of what was observed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from .. import autodiff as ad
-from .._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
-from ..blas import single_thread_blas
-from ..distributions import categorical_log_prob, categorical_sample
-from ..optim import Adam, clip_by_global_norm
-from .training import FlatParams, Progress
+from ..core import autodiff as ad
+from ..core._checks import (
+    agent_rng,
+    as_bool_array,
+    as_float_array,
+    as_int_array,
+    check_count,
+    check_probability,
+    check_shape,
+)
+from ..core.blas import single_thread_blas
+from ..core.distributions import categorical_log_prob, categorical_sample
+from ..core.optim import Adam
+from ..core.returns import discounted_returns
+from .trainer import Learner, TrainingLog
 
 __all__ = [
-    "ReinforceResult", "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
+    "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
     "policy_gradient_estimate", "collect_episodes",
 ]
 
@@ -62,12 +69,9 @@ def reinforce_weights(rewards, mask, gamma: float = 0.99, reward_to_go: bool = T
     """
     rewards, mask = _check_episode_batch(rewards, mask)
     gamma = check_probability("gamma", gamma)
-    rewards = np.where(mask, rewards, 0.0)
-    returns = np.zeros_like(rewards, dtype=np.float64)
-    following = np.zeros(rewards.shape[1])
-    for t in range(len(rewards) - 1, -1, -1):  # padding rewards are 0, so nothing leaks back
-        following = rewards[t] + gamma * following
-        returns[t] = following
+    last_step = mask & ~np.vstack([mask[1:], np.zeros((1, mask.shape[1]), dtype=bool)])
+    returns = discounted_returns(np.where(mask, rewards, 0.0).astype(np.float64), last_step,
+                                 np.zeros_like(mask), gamma)
     weights = returns if reward_to_go else np.broadcast_to(returns[0], returns.shape).copy()
     weights = np.where(mask, weights, 0.0)
     if baseline:
@@ -171,82 +175,71 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None):
             env.reset())
 
 
-@dataclass
-class ReinforceResult:
-    """What :func:`reinforce` returns.
-
-    ``episode_returns [E]`` undiscounted returns of the training episodes in batch order;
-    ``losses [U]`` the surrogate loss and ``grad_norms [U]`` the gradient norm (before
-    clipping) of each update.
-    """
-
-    params: object
-    episode_returns: np.ndarray
-    losses: np.ndarray
-    grad_norms: np.ndarray
-    settings: dict = field(default_factory=dict)
-
-
 def _loss(params, model, obs, actions, weights, episodes):
     return reinforce_loss(model(params, obs), actions, weights) * (1.0 / episodes)
 
 
 @single_thread_blas()
-def reinforce(env, model, params, episodes: int, lr: float = 1e-2, gamma: float = 0.99,
+def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: float = 0.99,
               baseline: bool = True, reward_to_go: bool = True, max_grad_norm: float | None = None,
-              seed: int = 0, callback=None, progress: bool | None = None,
-              dtype=np.float32) -> ReinforceResult:
-    """Train ``model(params, obs) -> logits [n, A]`` with REINFORCE for ``episodes`` episodes.
+              opt=None, dtype=np.float32, seed: int = 0, callback=None,
+              progress: bool | None = None):
+    """Train ``model(params, obs) -> logits [n, A]`` with REINFORCE on a vector env.
 
-    Each update runs every copy of ``env`` for one whole episode (so ``env.n`` episodes per
-    update; ``episodes`` is rounded up to a multiple of it), weights each step's
-    ``log pi(a_t | s_t)`` by :func:`reinforce_weights` and takes one Adam step of size ``lr``
-    on :func:`reinforce_loss`. ``callback(info)`` after each update gets ``update``, ``params``
-    and ``episode_returns`` (so far); returning ``False`` stops. Same ``seed``, same result.
+    The arguments and the result follow the trainer contract (:mod:`rlcourse.algos.trainer`).
+
+    Args:
+        total_steps: env steps of the episodes learned from. Each update runs every copy of
+            ``env`` for one whole episode (``env.n`` episodes per update) and the run stops
+            after the update in which ``total_steps`` is reached.
+        lr: Adam's learning rate (ignored when ``opt`` is given).
+        gamma: discount of the returns that weight the log-probabilities.
+        baseline: subtract the leave-one-out baseline of :func:`reinforce_weights`.
+        reward_to_go: weight step ``t`` by ``G_t`` (else by the whole return ``G_0``).
+        max_grad_norm: clip the global gradient norm to this (None: no clipping).
+        opt, dtype, seed, callback, progress: as in the trainer contract (default ``opt``:
+            ``Adam(lr)``).
+
+    Each update takes one optimiser step on :func:`reinforce_loss` with the weights of
+    :func:`reinforce_weights`. Copies that finish early keep stepping until the last one is
+    done; those steps belong to their next episodes, are discarded and are not counted. The
+    result's history holds ``loss`` and ``grad_norm`` (before clipping) per update.
     """
-    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, (int, np.integer)) \
-            or episodes < 1:
-        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
-    gamma = check_probability("gamma", gamma)
-    if max_grad_norm is not None and not max_grad_norm > 0:
-        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm}")
+    settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
     if not callable(model):
         raise TypeError(f"model: expected a function (params, obs) -> logits, got {type(model).__name__}")
+    learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
+    rng = agent_rng(seed)
     n = env.n
-    updates = -(-episodes // n)
-    rng = np.random.default_rng(seed)
-    layout, theta, params = FlatParams.packed(params, dtype)
-    opt = Adam(lr=lr)
-    opt_state = opt.init(theta)
+    log = TrainingLog(env, "reinforce", total_steps, progress, callback, settings)
     grad_fn = ad.value_and_grad(_loss)
-    returns, losses, norms = [], [], []
-    bar = Progress("reinforce", updates * n, progress)
     obs = env.reset(seed=seed)
-    logits = model(params, obs)
+    logits = model(learner.params, obs)
     if isinstance(logits, tuple) or np.shape(logits) != (n, env.num_actions):
         got = "a tuple" if isinstance(logits, tuple) else f"shape {np.shape(logits)}"
         raise ValueError(f"model: expected logits of shape {(n, env.num_actions)} ([n, num_actions]), "
                          f"got {got}; REINFORCE's model returns logits only")
-    for update in range(updates):
-        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, params, rng, obs)
-        returns.extend(np.where(mask, b_rewards, 0.0).sum(axis=0).tolist())
+    while log.steps < total_steps:
+        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, learner.params, rng, obs)
+        log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))
         weights = reinforce_weights(b_rewards, mask, gamma, reward_to_go, baseline)
-        loss, grads = grad_fn(params, model, b_obs[mask].astype(dtype, copy=False), b_actions[mask],
-                              weights[mask].astype(dtype), n)
-        grads = {"theta": layout.flatten(grads)}
-        if max_grad_norm is not None:
-            grads, norm = clip_by_global_norm(grads, max_grad_norm)
-        else:
-            norm = float(np.sqrt(np.sum(np.square(grads["theta"], dtype=np.float64))))
-        theta, opt_state = opt.step(theta, grads, opt_state)
-        params = layout.tree(theta["theta"])
-        losses.append(loss)
-        norms.append(norm)
-        bar.update((update + 1) * n, float(np.mean(returns[-20:])))
-        if callback is not None and callback(
-                {"update": update, "params": params, "episode_returns": returns}) is False:
+        loss, grads = grad_fn(learner.params, model, b_obs[mask].astype(dtype, copy=False),
+                              b_actions[mask], weights[mask].astype(dtype), n)
+        grad_norm = learner.step(grads)
+        if not log.end_update(learner.params, last=log.steps >= total_steps, loss=loss,
+                              grad_norm=grad_norm):
             break
-    bar.close()
-    settings = dict(episodes=episodes, lr=lr, gamma=gamma, baseline=baseline,
-                    reward_to_go=reward_to_go, max_grad_norm=max_grad_norm, seed=seed, n=n)
-    return ReinforceResult(params, np.array(returns), np.array(losses), np.array(norms), settings)
+    return log.result(learner.params)
+
+
+_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+
+
+def _checked_settings(total_steps, lr, gamma, baseline, reward_to_go, max_grad_norm, dtype,
+                      seed) -> dict:
+    """``reinforce``'s arguments, each checked once, as the ``settings`` of its result."""
+    check_count("total_steps", total_steps)
+    check_probability("gamma", gamma)
+    return dict(total_steps=total_steps, lr=lr, gamma=gamma, baseline=baseline,
+                reward_to_go=reward_to_go, max_grad_norm=max_grad_norm,
+                dtype=np.dtype(dtype).name, seed=seed)

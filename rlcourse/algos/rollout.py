@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.distributions import categorical_log_prob, categorical_sample
+
 __all__ = ["Rollout", "collect_rollout", "policy_step", "explained_variance"]
 
 
@@ -47,32 +49,19 @@ def _values_of(model, params, obs, dtype) -> np.ndarray:
 def policy_step(model, params, obs, rng: np.random.Generator):
     """Sample one action per row: returns ``(actions [n] int64, log_probs [n], values [n])``.
 
-    Inverse-CDF sampling with one uniform draw per row (the same scheme as
-    :func:`rlcourse.categorical_sample`), written out here because it runs once per env step.
-    Raises on NaN or infinite logits (a diverged network) rather than sampling garbage.
+    ``model(params, obs) -> (logits [n, A], values [n])``; the actions come from
+    :func:`rlcourse.categorical_sample` (which raises on NaN or infinite logits, the sign of a
+    diverged network) and their log-probabilities from :func:`rlcourse.categorical_log_prob`.
     """
     logits, values = model(params, obs)
-    logits = np.asarray(logits)
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    weights = np.exp(shifted)
-    cdf = np.cumsum(weights, axis=1)
-    total = cdf[:, -1]
-    if not np.isfinite(total).all():
-        raise ValueError("logits: the policy produced NaN or infinite logits (diverged network)")
-    u = rng.random(len(logits)) * total
-    actions = np.minimum((u[:, None] >= cdf).sum(axis=1), logits.shape[1] - 1)
-    picked = shifted[np.arange(len(actions)), actions]
-    log_probs = picked - np.log(total)
-    return actions, log_probs, np.asarray(values).reshape(len(logits))
+    actions = categorical_sample(logits, rng)
+    log_probs = np.asarray(categorical_log_prob(logits, actions))
+    return actions, log_probs, np.asarray(values).reshape(len(actions))
 
 
 def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generator,
-                    dtype=np.float32, on_episode_end=None) -> Rollout:
-    """Run the stochastic policy for ``steps`` vector steps from ``obs``; see :class:`Rollout`.
-
-    ``on_episode_end(t, count)`` is called after vector step ``t`` (0-based, of this rollout)
-    whenever ``count > 0`` episodes finished on it, so callers can note when they ended.
-    """
+                    dtype=np.float32) -> Rollout:
+    """Run the stochastic policy for ``steps`` vector steps from ``obs``; see :class:`Rollout`."""
     n = env.n
     obs_buf = np.empty((steps, *np.shape(obs)), dtype=dtype)
     actions = np.empty((steps, n), dtype=np.int64)
@@ -85,17 +74,13 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
     patches: list[tuple[int, np.ndarray, np.ndarray]] = []
     for t in range(steps):
         obs_buf[t] = obs
-        a, logp, v = policy_step(model, params, obs_buf[t], rng)
-        actions[t], log_probs[t], values[t] = a, logp, v
-        step = env.step(a)
+        actions[t], log_probs[t], values[t] = policy_step(model, params, obs_buf[t], rng)
+        step = env.step(actions[t])
         rewards[t], terminated[t], truncated[t] = step.reward, step.terminated, step.truncated
-        if step.terminated.any() or step.truncated.any():
-            cut = np.flatnonzero(step.truncated & ~step.terminated)
-            if cut.size:
-                final = np.asarray(step.final_obs[cut], dtype=dtype)
-                patches.append((t, cut, _values_of(model, params, final, dtype)))
-            if on_episode_end is not None:
-                on_episode_end(t, int((step.terminated | step.truncated).sum()))
+        cut = np.flatnonzero(step.truncated & ~step.terminated)
+        if cut.size:
+            final = np.asarray(step.final_obs[cut], dtype=dtype)
+            patches.append((t, cut, _values_of(model, params, final, dtype)))
         obs = step.obs
     values[steps] = _values_of(model, params, np.asarray(obs, dtype=dtype), dtype)
     next_values = values[1:].copy()

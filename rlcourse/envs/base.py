@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import as_int_array, check_shape
+from ..core._checks import as_int_array, check_shape
 
 __all__ = ["Step"]
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, check_shape
+from ..core._checks import as_float_array, check_shape
 from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n, copy_seeds
 
 __all__ = ["CartPole"]

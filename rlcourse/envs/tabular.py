@@ -15,7 +15,7 @@ import bisect
 
 import numpy as np
 
-from .._checks import as_float_array, as_int_array, check_shape
+from ..core._checks import as_float_array, as_int_array, check_shape
 from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n
 
 __all__ = ["TabularMDP"]

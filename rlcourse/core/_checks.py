@@ -1,0 +1,133 @@
+"""Input checks shared by the public functions: each raises an error naming the argument,
+what was expected and what came, so bad input never turns into a silent NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
+           "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
+           "check_nonnegative"]
+
+
+def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
+    """``x`` as a float array (float32 stays float32), finite, optionally with ``ndim`` dims."""
+    arr = np.asarray(x)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
+    ):
+        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
+    check_finite(name, arr)
+    return arr
+
+
+def check_finite(name: str, arr: np.ndarray) -> None:
+    """Raise if ``arr`` holds NaN or +-inf, saying where the first one is."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{name}: expected finite values, got {arr[where]} at index {where} "
+            f"({int(bad.sum())} non-finite of {arr.size})"
+        )
+
+
+def as_int_array(name: str, x, low: int | None = None, high: int | None = None) -> np.ndarray:
+    """``x`` as an integer array with every value in ``[low, high)``."""
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and arr.size and np.all(arr == np.round(arr)):
+            raise TypeError(
+                f"{name}: expected integers, got dtype {arr.dtype} (cast with .astype(int))"
+            )
+        raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
+    if arr.size:
+        if low is not None and arr.min() < low:
+            raise ValueError(f"{name}: values must be >= {low}, got {arr.min()}")
+        if high is not None and arr.max() >= high:
+            raise ValueError(f"{name}: values must be < {high}, got {arr.max()}")
+    return arr
+
+
+def as_bool_array(name: str, x) -> np.ndarray:
+    """``x`` as a boolean array; accepts bools or 0/1 integers."""
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_:
+        return arr
+    if np.issubdtype(arr.dtype, np.number) and np.all((arr == 0) | (arr == 1)):
+        return arr.astype(bool)
+    raise TypeError(f"{name}: expected booleans (or 0/1), got dtype {arr.dtype}")
+
+
+def check_count(name: str, value, low: int = 1) -> int:
+    """``value`` as an int, rejecting bools, floats and anything below ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        expected = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    return int(value)
+
+
+def check_shape(name: str, arr: np.ndarray, shape: tuple, against: str | None = None) -> None:
+    """Raise unless ``arr.shape == shape``; ``against`` names what fixed the expected shape."""
+    if tuple(arr.shape) != tuple(shape):
+        ref = f" (the shape of {against})" if against else ""
+        raise ValueError(f"{name}: expected shape {tuple(shape)}{ref}, got {tuple(arr.shape)}")
+
+
+def check_probability(name: str, value: float, low: float = 0.0, high: float = 1.0) -> float:
+    """A scalar in ``[low, high]``, e.g. gamma, lambda, epsilon."""
+    value = float(value)
+    if not (low <= value <= high):
+        raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value}")
+    return value
+
+
+def check_distribution(name: str, probs: np.ndarray, axis: int = -1, atol: float = 1e-6) -> None:
+    """Raise unless ``probs`` is non-negative and sums to 1 along ``axis``."""
+    check_finite(name, probs)
+    if (probs < 0).any():
+        raise ValueError(f"{name}: probabilities must be >= 0, got {probs.min()}")
+    sums = probs.sum(axis=axis)
+    off = np.abs(sums - 1.0) > atol
+    if off.any():
+        where = tuple(int(i) for i in np.argwhere(off)[0])
+        raise ValueError(
+            f"{name}: probabilities must sum to 1 along axis {axis}, "
+            f"but the row at {where} sums to {np.asarray(sums)[where]:.6g}"
+        )
+
+
+def as_rng(seed, name: str = "seed") -> np.random.Generator:
+    """A ``np.random.Generator``: ``seed`` itself if it is one, else ``default_rng(seed)`` for a
+    non-negative int (bools, floats and negative numbers are rejected, naming ``name``)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name}: expected a non-negative int or a np.random.Generator, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
+def agent_rng(seed) -> np.random.Generator:
+    """The agent's own random stream for a run seeded with ``seed``: a child of
+    ``SeedSequence(seed)``, independent of the ``default_rng(seed + i)`` streams that seed the
+    environment's copies, so the agent's draws never mirror copy 0's start states."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    as_rng(seed)
+    return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
+
+
+def check_nonnegative(name: str, value, positive: bool = False) -> float:
+    """A finite real number ``>= 0`` (``> 0`` if ``positive``), e.g. a loss coefficient."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                      np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (positive and value == 0):
+        expected = "a finite number > 0" if positive else "a finite number >= 0"
+        raise ValueError(f"{name}: expected {expected}, got {value}")
+    return value

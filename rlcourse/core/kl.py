@@ -1,0 +1,147 @@
+"""KL divergence between a policy and a reference, exact and estimated from samples.
+
+``exact_kl`` sums over the whole vocabulary and is never negative; ``sampled_log_ratio`` and the
+per-token estimators of ``kl_estimate`` use only the sampled tokens and are different functions
+with different names, because a single sample's log-ratio can be negative. Shapes and masks
+follow :mod:`rlcourse.core.tokens`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import autodiff as ad
+from ._checks import as_bool_array, as_float_array, check_shape
+from .tokens import _check_logits, _check_mask, sequence_log_prob
+
+__all__ = ["exact_kl", "sampled_log_ratio", "kl_estimate", "kl_penalized_rewards"]
+
+
+def _check_logits_pair(policy_logits, ref_logits) -> np.ndarray:
+    """Check two logits arrays of one shape ``[B, T, V]``; return the policy's values."""
+    pv = _check_logits("policy_logits", policy_logits)
+    rv = _check_logits("ref_logits", ref_logits)
+    check_shape("ref_logits", rv, pv.shape, "policy_logits")
+    return pv
+
+
+def exact_kl(policy_logits, ref_logits, mask):
+    """``KL(pi || ref)`` summed over each sequence's counted positions: ``[B]``, always >= 0.
+
+    ``policy_logits``, ``ref_logits`` ``[B, L-1, V]`` (as for ``sequence_log_prob``), ``mask``
+    ``[B, L]``: position ``t`` counts where ``mask[:, t+1]`` is True. At each position the KL is
+    the exact sum over the whole vocabulary, ``sum_v pi(v) (log pi(v) - log ref(v))``, not a
+    sample; the result is the sequence-level KL of the completion given the sampled prefix.
+    Divide by the token count for a per-token figure. The gradient flows into
+    ``policy_logits`` (and ``ref_logits`` if traced; wrap it in ``stop_gradient`` to freeze it).
+    """
+    pv = _check_logits_pair(policy_logits, ref_logits)
+    mask = _check_mask(mask, (pv.shape[0], pv.shape[1] + 1))
+    lp, lr = ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
+    possible = np.isfinite(pv)  # a token the policy rules out adds exactly 0, never 0 * -inf
+    diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
+    per_position = ad.sum(ad.where(possible, ad.exp(lp) * diff, 0.0), axis=-1)
+    return ad.sum(ad.where(mask[:, 1:], per_position, 0.0), axis=1)
+
+
+def sampled_log_ratio(policy_logits, ref_logits, actions, mask):
+    """``log pi(a) - log ref(a)`` summed over each sequence's counted actions: ``[B]``.
+
+    ``actions`` ``[B, L]`` are the sampled tokens (logits ``[:, t]`` score ``actions[:, t+1]``).
+    This is a one-sample estimate of ``exact_kl``: unbiased when the actions were drawn from
+    ``pi``, but a single sequence's value can be negative, because the sampled token can be
+    likelier under ``ref`` than under ``pi``.
+    """
+    _check_logits_pair(policy_logits, ref_logits)
+    return sequence_log_prob(policy_logits, actions, mask) - sequence_log_prob(ref_logits, actions, mask)
+
+
+_KL_KINDS = ("k1", "k2", "k3")
+
+
+def _log_prob_values(name: str, x, mask: np.ndarray | None = None) -> np.ndarray:
+    """The value of per-token log-probs ``x`` (traced or not): no NaN or +inf anywhere, and
+    ``-inf`` only where ``mask`` is False (a padding token the model rules out)."""
+    value = np.asarray(ad.stop_gradient(x))
+    if value.dtype == object or not np.issubdtype(value.dtype, np.number):
+        raise TypeError(f"{name}: expected a float array, got dtype {value.dtype}")
+    value = value if np.issubdtype(value.dtype, np.floating) else value.astype(np.float64)
+    bad = np.isnan(value) | np.isposinf(value)
+    if mask is not None and mask.shape == value.shape:
+        bad |= np.isneginf(value) & mask
+    elif mask is None:
+        bad |= np.isneginf(value)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}: expected finite log-probs on action tokens, got {value[where]} at {where}")
+    return value
+
+
+def _same_shape_values(logp, ref_logp, mask=None, ref_name: str = "ref_logp"):
+    a = _log_prob_values("logp", logp, mask)
+    b = _log_prob_values(ref_name, ref_logp, mask)
+    check_shape(ref_name, b, a.shape, "logp")
+    return a, b
+
+
+def kl_estimate(logp, ref_logp, kind: str = "k1"):
+    """Per-token estimates of ``KL(pi || ref)`` from the log-probs of tokens sampled from ``pi``.
+
+    With ``d = ref_logp - logp``: ``k1 = -d`` (unbiased, can be negative), ``k2 = d**2 / 2``
+    (biased, >= 0) and ``k3 = exp(d) - d - 1`` (unbiased and >= 0). Elementwise, any shape;
+    ``logp`` may be traced.
+    """
+    lp, rp = _same_shape_values(logp, ref_logp)
+    if kind not in _KL_KINDS:
+        raise ValueError(f"kind: expected one of {_KL_KINDS}, got {kind!r}")
+    # keep traced inputs traced; anything else (lists, ints) as the checked float arrays
+    d = (ref_logp if isinstance(ref_logp, ad.Tensor) else rp) - (logp if isinstance(logp, ad.Tensor) else lp)
+    if kind == "k1":
+        return -d
+    if kind == "k2":
+        return 0.5 * d * d
+    return ad.exp(d) - d - 1.0
+
+
+def _check_token_mask(mask, shape: tuple, name: str = "mask") -> np.ndarray:
+    mask = as_bool_array(name, mask)
+    check_shape(name, mask, shape, "logp")
+    if not mask.any():
+        raise ValueError(f"{name}: every entry is False; there are no action tokens")
+    return mask
+
+
+def _last_true(mask: np.ndarray) -> np.ndarray:
+    """Column of the last True in each row of ``mask`` ``[B, T]``; raises on an empty row."""
+    empty = np.flatnonzero(~mask.any(axis=1))
+    if empty.size:
+        raise ValueError(
+            f"mask: sequence {int(empty[0])} has no action token; its score has no token to go on"
+        )
+    return mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
+
+
+def kl_penalized_rewards(scores, logp, ref_logp, mask, beta: float = 0.05, kind: str = "k1") -> np.ndarray:
+    """RLHF per-token rewards ``[B, T]``: ``-beta * kl_estimate`` on every action token, plus the
+    reward model's ``scores`` ``[B]`` on each sequence's last action token; 0 where ``mask`` is False.
+
+    ``logp``, ``ref_logp``, ``mask`` ``[B, T]`` are aligned with ``tokens[:, 1:]`` (use
+    ``mask[:, 1:]`` of a sequence mask). Rewards are data, not a loss: the result is a plain
+    array and carries no gradient. ``beta = 0`` drops the KL penalty (and invites reward hacking).
+    """
+    mask = as_bool_array("mask", mask)
+    lp, rp = _same_shape_values(logp, ref_logp, mask)
+    if lp.ndim != 2:
+        raise ValueError(f"logp: expected shape [B, T], got {lp.shape}")
+    mask = _check_token_mask(mask, lp.shape)
+    scores = as_float_array("scores", scores, ndim=1)
+    check_shape("scores", scores, lp.shape[:1], "logp's batch")
+    beta = float(beta)
+    if not (np.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta: expected a finite number >= 0, got {beta}")
+    last = _last_true(mask)
+    # padding log-probs may be -inf; they are replaced before any arithmetic
+    kl = np.asarray(kl_estimate(np.where(mask, lp, 0.0), np.where(mask, rp, 0.0), kind))
+    rewards = np.where(mask, -beta * kl, 0.0)
+    rewards[np.arange(len(scores)), last] += scores
+    return rewards

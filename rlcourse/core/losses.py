@@ -1,0 +1,335 @@
+"""Losses on plain numbers and per-token arrays: PPO's clipped surrogate, the Huber loss, and
+the preference and group-relative losses of language-model post-training.
+
+Conventions (as in Hugging Face TRL):
+
+- A *preference pair* is (prompt, chosen completion, rejected completion). The log-probs that
+  ``dpo_loss`` takes are sequence log-probs, ``log pi(completion | prompt)`` summed over the
+  completion's tokens only (``rc.sequence_log_prob``), one number per pair, shape ``[B]``.
+- The policy log-probs carry the gradient; the reference log-probs never do (they are wrapped
+  in ``stop_gradient``, so passing traced reference values cannot move the reference).
+- Per-token arrays ``[B, T]`` are aligned with ``tokens[:, 1:]`` and go with ``mask[:, 1:]``,
+  as in :mod:`rlcourse.core.tokens`; GRPO's group of ``G`` samples of one prompt sits in ``G``
+  consecutive rows.
+
+Every loss returns a scalar (a ``Tensor`` when its inputs are traced, so it works inside
+``value_and_grad``); every reported statistic (rewards, accuracy) is a plain number or array.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import autodiff as ad
+from ._checks import as_bool_array, as_float_array, check_shape
+from .kl import _check_token_mask, _same_shape_values, kl_estimate
+
+__all__ = [
+    "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber",
+    "PreferenceResult", "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages",
+    "GRPOLoss", "grpo_loss",
+]
+
+
+def ppo_clip_objective(ratio, advantages, clip: float):
+    """``min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)`` elementwise (to be maximised).
+
+    The gradient with respect to ``ratio`` is ``A`` where the unclipped branch is the smaller
+    one and exactly 0 where the clipped one is: for ``A > 0`` when ``ratio > 1 + clip``, for
+    ``A < 0`` when ``ratio < 1 - clip``. Inside ``[1 - clip, 1 + clip]`` the two branches are
+    equal and the gradient is ``A``. Works on arrays and traced values.
+    """
+    return ad.minimum(ratio * advantages, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * advantages)
+
+
+class PPOClipResult(NamedTuple):
+    """What ``ppo_clip_loss`` returns; being a tuple whose first item is the loss, it can be
+    returned straight from a function given to ``value_and_grad``.
+
+    ``loss``: the scalar to minimise (traced when ``logp`` is). ``clip_fraction``: the fraction
+    of action tokens whose ratio lies outside ``[1-clip, 1+clip]``. ``approx_kl``: the mean over
+    action tokens of ``(r - 1) - log r`` with ``r = pi/pi_old`` (the k3 estimator of
+    ``KL(pi_old || pi)`` from the rollout's tokens). Both statistics are token means, whatever
+    the aggregation of the loss.
+    """
+
+    loss: object
+    clip_fraction: float
+    approx_kl: float
+
+
+def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate: str = "token"):
+    """PPO's clipped surrogate on action tokens, negated to be minimised.
+
+    Per token: ``r = exp(logp - old_logp)`` and ``o = min(r A, clip(r, 1-clip, 1+clip) A)``.
+    ``logp`` ``[B, T]`` (traced), ``old_logp`` ``[B, T]`` from the rollout, ``advantages``
+    ``[B, T]`` or ``[B]`` (one per sequence, broadcast over its tokens, as GRPO does), ``mask``
+    ``[B, T]`` True on action tokens (``mask[:, 1:]`` of a sequence mask).
+
+    ``aggregate="token"``: ``-sum(o over action tokens) / (number of action tokens in the batch)``,
+    so every token weighs the same and a long sequence weighs more. ``aggregate="sequence"``:
+    each sequence's ``o`` is averaged over its own action tokens, then ``-mean over sequences``,
+    so every sequence weighs the same and a token of a short one weighs more; every sequence
+    needs an action token. The gradient is zero exactly where the clipped branch is chosen
+    (``r A`` beyond the clip in the direction of ``A``'s sign).
+    """
+    mask = as_bool_array("mask", mask)
+    lp, old = _same_shape_values(logp, old_logp, mask, "old_logp")
+    if lp.ndim != 2:
+        raise ValueError(f"logp: expected shape [B, T], got {lp.shape}")
+    mask = _check_token_mask(mask, lp.shape)
+    adv = as_float_array("advantages", advantages)
+    if adv.shape == lp.shape[:1]:
+        adv = np.broadcast_to(adv[:, None], lp.shape)
+    check_shape("advantages", adv, lp.shape, "logp (or [B], one per sequence)")
+    clip = float(clip)
+    if not 0.0 < clip < 1.0:
+        raise ValueError(f"clip: expected a number in (0, 1), got {clip}")
+    if aggregate not in ("token", "sequence"):
+        raise ValueError(f"aggregate: expected 'token' or 'sequence', got {aggregate!r}")
+    counts = mask.sum(axis=1)
+    if aggregate == "sequence" and (counts == 0).any():
+        raise ValueError(
+            f"mask: sequence {int(np.argmin(counts))} has no action token; aggregate='sequence' "
+            "would average over nothing (drop it, or use aggregate='token')"
+        )
+    dtype = lp.dtype
+    adv = np.where(mask, adv, 0.0).astype(dtype)
+    # padding log-probs may be -inf on both sides; replace them before subtracting
+    log_ratio = ad.where(mask, logp, 0.0) - np.where(mask, old, 0.0).astype(dtype)
+    ratio = ad.exp(log_ratio)
+    objective = ad.minimum(ratio * adv, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * adv)
+    objective = ad.where(mask, objective, 0.0)
+    if aggregate == "token":
+        loss = -ad.sum(objective) / int(counts.sum())
+    else:
+        loss = -ad.mean(ad.sum(objective, axis=1) / counts.astype(dtype))
+    r = np.exp(np.where(mask, lp - np.where(mask, old, 0.0), 0.0))
+    clip_fraction = float(np.mean(np.abs(r[mask] - 1.0) > clip))
+    approx_kl = float(np.mean((r - 1.0 - np.log(r))[mask]))
+    return PPOClipResult(loss, clip_fraction, approx_kl)
+
+
+def huber(x, delta: float = 1.0):
+    """Elementwise Huber loss: ``x**2 / 2`` where ``|x| <= delta``, else ``delta (|x| - delta/2)``.
+
+    Quadratic near zero, linear beyond ``delta``: the gradient is ``x`` clipped to
+    ``[-delta, delta]``, so one huge TD error cannot blow up an update. Works on traced values.
+    """
+    if not delta > 0:
+        raise ValueError(f"delta: expected a number > 0, got {delta}")
+    small = ad.abs(x) <= delta
+    return ad.where(small, 0.5 * ad.square(x), delta * (ad.abs(x) - 0.5 * delta))
+
+
+class PreferenceResult(NamedTuple):
+    """What ``dpo_loss`` and ``ipo_loss`` return.
+
+    ``loss`` is the scalar to minimise (a Tensor when traced). ``chosen_rewards`` and
+    ``rejected_rewards`` [B] are the implicit rewards ``beta * (logp - ref_logp)`` of each
+    completion (plain arrays); ``accuracy`` is the fraction of pairs whose chosen reward is
+    strictly larger than the rejected one (a tie counts as wrong).
+    """
+
+    loss: object
+    chosen_rewards: np.ndarray
+    rejected_rewards: np.ndarray
+    accuracy: float
+
+
+def _values(name: str, x, shape: tuple | None = None, against: str | None = None):
+    """Check a 1-D batch of finite numbers, traced or not; return the plain values."""
+    arr = as_float_array(name, ad.stop_gradient(x), ndim=1)
+    if arr.size == 0:
+        raise ValueError(f"{name}: expected at least one pair, got an empty array")
+    if shape is not None:
+        check_shape(name, arr, shape, against)
+    return arr
+
+
+def _positive(name: str, value) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: expected a finite number > 0, got {value}")
+    return value
+
+
+def preference_loss(r_chosen, r_rejected, margin=0.0):
+    """Bradley-Terry reward-model loss: mean over pairs of ``-log sigmoid(r_c - r_r - margin)``.
+
+    ``r_chosen``, ``r_rejected`` [B]: the reward model's scores of the preferred and the other
+    completion (traced, to train the reward model). ``margin``: a scalar or [B] array that the
+    chosen score must beat the rejected one by (0 = plain Bradley-Terry, where
+    ``sigmoid(r_c - r_r)`` is the modelled probability that the chosen one wins).
+    Uses ``log_sigmoid``, so a large score gap gives a finite loss and gradient.
+    """
+    chosen = _values("r_chosen", r_chosen)
+    _values("r_rejected", r_rejected, chosen.shape, "r_chosen")
+    margin_arr = as_float_array("margin", margin)
+    if margin_arr.ndim > 1 or (margin_arr.ndim == 1 and margin_arr.shape != chosen.shape):
+        raise ValueError(
+            f"margin: expected a scalar or shape {chosen.shape} (the shape of r_chosen), "
+            f"got shape {margin_arr.shape}"
+        )
+    return -ad.mean(ad.log_sigmoid(r_chosen - r_rejected - margin_arr))
+
+
+def _pair_log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected):
+    """Validate the four [B] log-prob arrays; return the traced log-ratios and their values."""
+    chosen = _values("policy_chosen", policy_chosen)
+    for name, x in (("policy_rejected", policy_rejected), ("ref_chosen", ref_chosen),
+                    ("ref_rejected", ref_rejected)):
+        _values(name, x, chosen.shape, "policy_chosen")
+    ref_c = np.asarray(ad.stop_gradient(ref_chosen))
+    ref_r = np.asarray(ad.stop_gradient(ref_rejected))
+    return policy_chosen - ref_c, policy_rejected - ref_r
+
+
+def _result(loss, beta, chosen_ratio, rejected_ratio) -> PreferenceResult:
+    chosen_rewards = beta * np.asarray(ad.stop_gradient(chosen_ratio), dtype=np.float64)
+    rejected_rewards = beta * np.asarray(ad.stop_gradient(rejected_ratio), dtype=np.float64)
+    accuracy = float(np.mean(chosen_rewards > rejected_rewards))
+    return PreferenceResult(loss, chosen_rewards, rejected_rewards, accuracy)
+
+
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
+             label_smoothing=0.0) -> PreferenceResult:
+    """Direct Preference Optimisation loss on a batch of B preference pairs.
+
+    Inputs [B] are sequence log-probs summed over completion tokens: the policy's (traced) and
+    the frozen reference's, of the chosen and the rejected completion. With the log-ratio
+    margin ``z = (logp_c - ref_c) - (logp_r - ref_r)`` the loss is the mean over pairs of
+    ``-(1 - e) log sigmoid(beta z) - e log sigmoid(-beta z)``, ``e = label_smoothing``
+    (0 = plain DPO; e > 0 assumes each label is flipped with probability e, "conservative DPO").
+    ``beta > 0`` is the strength of the KL pull towards the reference: the implicit reward of a
+    completion is ``beta * (logp - ref_logp)``. Returns ``PreferenceResult``.
+    """
+    beta = _positive("beta", beta)
+    label_smoothing = float(label_smoothing)
+    if not 0.0 <= label_smoothing < 0.5:
+        raise ValueError(
+            f"label_smoothing: expected a number in [0, 0.5) (the assumed probability that a "
+            f"label is flipped), got {label_smoothing}"
+        )
+    chosen_ratio, rejected_ratio = _pair_log_ratios(
+        policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    logits = beta * (chosen_ratio - rejected_ratio)
+    per_pair = -(1.0 - label_smoothing) * ad.log_sigmoid(logits)
+    if label_smoothing > 0:
+        per_pair = per_pair - label_smoothing * ad.log_sigmoid(-logits)
+    return _result(ad.mean(per_pair), beta, chosen_ratio, rejected_ratio)
+
+
+def ipo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, tau=0.1,
+             chosen_lengths=None, rejected_lengths=None) -> PreferenceResult:
+    """Identity Preference Optimisation loss: mean over pairs of ``(z' - 1/(2 tau))**2``.
+
+    ``z'`` is DPO's log-ratio margin computed from *length-averaged* log-probs (per-token means
+    over the completion), as in IPO as implemented in TRL. Pass the same summed sequence
+    log-probs as to ``dpo_loss`` together with ``chosen_lengths`` and ``rejected_lengths`` [B]
+    (the number of completion tokens each sum ran over, e.g. ``mask[:, 1:].sum(1)``), and the
+    function divides by them. Pass neither if your log-probs are already per-token averages.
+
+    Unlike DPO, whose loss keeps falling as ``z`` grows (so on a pair that is always preferred
+    the margin runs off to infinity), IPO regresses ``z'`` onto the finite target ``1/(2 tau)``:
+    smaller ``tau`` = larger target margin = weaker pull to the reference. The implicit rewards
+    reported are ``tau * (mean logp - mean ref_logp)``.
+    """
+    tau = _positive("tau", tau)
+    chosen_ratio, rejected_ratio = _pair_log_ratios(
+        policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    if (chosen_lengths is None) != (rejected_lengths is None):
+        raise ValueError("chosen_lengths and rejected_lengths: pass both (summed log-probs) or "
+                         "neither (log-probs already averaged per token)")
+    if chosen_lengths is not None:
+        batch = np.shape(ad.stop_gradient(policy_chosen))
+        for name, lengths in (("chosen_lengths", chosen_lengths),
+                              ("rejected_lengths", rejected_lengths)):
+            arr = _values(name, lengths, batch, "policy_chosen")
+            if (arr <= 0).any():
+                raise ValueError(f"{name}: every completion needs at least one token, "
+                                 f"got a length of {arr.min()}")
+        chosen_ratio = chosen_ratio / np.asarray(chosen_lengths, dtype=np.float64)
+        rejected_ratio = rejected_ratio / np.asarray(rejected_lengths, dtype=np.float64)
+    margin = chosen_ratio - rejected_ratio
+    loss = ad.mean(ad.square(margin - 1.0 / (2.0 * tau)))
+    return _result(loss, tau, chosen_ratio, rejected_ratio)
+
+
+def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = True) -> np.ndarray:
+    """Group-relative advantages: ``(r - mean_g) / (std_g + eps)`` within each group.
+
+    ``rewards`` [B]: one scalar reward per sampled completion, the G = ``group_size`` samples of
+    one prompt in consecutive rows (B must be a multiple of G). ``std_g`` is the *sample*
+    standard deviation (ddof=1) and ``eps = 1e-4``, as in TRL; so G must be >= 2. A group whose
+    rewards are all equal carries no signal about which sample was better and gets advantage 0
+    (never NaN). ``scale=False`` skips the division by the std (the "Dr. GRPO" variant, which
+    keeps easy and hard prompts on the reward's own scale). The advantages of each group sum
+    to zero. Returns float64 [B]; rewards are data, not traced.
+    """
+    r = as_float_array("rewards", rewards, ndim=1).astype(np.float64)
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 2:
+        raise ValueError(f"group_size: expected an integer >= 2 (the sample std needs two "
+                         f"samples per prompt), got {group_size!r}")
+    if r.size == 0 or r.size % group_size:
+        raise ValueError(f"rewards: expected a batch that is a whole number of groups of "
+                         f"group_size={group_size}, got {r.size} rewards")
+    eps = float(eps)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps: expected a finite number > 0, got {eps}")
+    groups = r.reshape(-1, group_size)
+    centred = groups - groups.mean(axis=1, keepdims=True)
+    # exactly 0, not a rounding residue of the mean divided by eps
+    centred[np.ptp(groups, axis=1) == 0] = 0.0
+    if scale:
+        centred = centred / (groups.std(axis=1, ddof=1, keepdims=True) + eps)
+    return centred.reshape(-1)
+
+
+class GRPOLoss(NamedTuple):
+    """What ``grpo_loss`` returns (a tuple whose first item is the loss, so it can be returned
+    from a function given to ``value_and_grad``). ``loss = policy_loss + kl_coef * kl``;
+    ``kl`` is the aggregated k3 estimate of ``KL(pi || ref)`` per token (plain float);
+    ``clip_fraction`` and ``approx_kl`` are ``ppo_clip_loss``'s token-mean diagnostics."""
+
+    loss: object
+    policy_loss: float
+    kl: float
+    clip_fraction: float
+    approx_kl: float
+
+
+def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_coef: float = 0.04,
+              aggregate: str = "token") -> GRPOLoss:
+    """GRPO's loss: PPO's clipped surrogate with one advantage per completion, plus a k3 KL
+    penalty to the frozen reference, both aggregated over action tokens in the same way.
+
+    ``logp`` ``[B, T]`` (traced), ``old_logp`` (the sampling policy's) and ``ref_logp`` (the
+    reference's) ``[B, T]``, aligned with ``tokens[:, 1:]``; ``advantages`` ``[B]`` (from
+    ``grpo_advantages``) or ``[B, T]``; ``mask`` ``[B, T]`` True on action tokens
+    (``mask[:, 1:]``). The KL term is ``k3 = exp(d) - d - 1`` with ``d = ref_logp - logp`` on
+    each action token: >= 0, unbiased for ``KL(pi || ref)`` on tokens sampled from pi, and with
+    a gradient that pulls ``logp`` towards ``ref_logp`` (``kl_coef = 0.04`` as in DeepSeekMath;
+    0 drops it). ``aggregate="token"`` averages over all action tokens of the batch,
+    ``"sequence"`` over each completion's tokens first, then over completions (GRPO's paper).
+    """
+    kl_coef = float(kl_coef)
+    if not (np.isfinite(kl_coef) and kl_coef >= 0):
+        raise ValueError(f"kl_coef: expected a finite number >= 0, got {kl_coef}")
+    policy = ppo_clip_loss(logp, old_logp, advantages, mask, clip=clip, aggregate=aggregate)
+    mask = np.asarray(mask, dtype=bool)
+    ref = np.asarray(ad.stop_gradient(ref_logp))
+    check_shape("ref_logp", ref, mask.shape, "mask")
+    # padding positions may hold -inf log-probs; they are replaced before any arithmetic
+    per_token = kl_estimate(ad.where(mask, logp, 0.0), np.where(mask, ref, 0.0), kind="k3")
+    per_token = ad.where(mask, per_token, 0.0)
+    counts = mask.sum(axis=1)
+    if aggregate == "token":
+        kl = ad.sum(per_token) / int(counts.sum())
+    else:
+        kl = ad.mean(ad.sum(per_token, axis=1) / counts)
+    loss = policy.loss + kl_coef * kl
+    return GRPOLoss(loss, float(ad.stop_gradient(policy.loss)), float(ad.stop_gradient(kl)),
+                    policy.clip_fraction, policy.approx_kl)

@@ -1,0 +1,102 @@
+"""The exercise registry: what an exercise is, and how the lessons' exercise bank registers one.
+
+A lesson's exercise is registered once, in :mod:`rlcourse.course.bank`::
+
+    register("discounted_returns", reference=rc.discounted_returns, cases=[...],
+             explain=why_returns_differ)
+
+Each ``explain(case, got, expected)`` gives the reason for a mismatch in the lesson's own terms.
+Readers never call this module; they call :func:`rlcourse.course.exercises.check`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Case", "Exercise", "register", "default_compare"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input to grade on: ``fn(*args, **kwargs)`` against ``reference(*args, **kwargs)``."""
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    reference: Callable
+    cases: Callable[[], list[Case]]
+    compare: Callable[[Any, Any], str | None]
+    explain: Callable[[Case, Any, Any], str | None] | None
+    hint: str
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def default_compare(got, expected, rtol: float = 1e-6, atol: float = 1e-8) -> str | None:
+    """None if ``got`` matches ``expected`` (nested tuples/lists/dicts of arrays), else why not."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return f"expected a dict with keys {sorted(expected)}, got {type(got).__name__}"
+        for key in expected:
+            reason = default_compare(got[key], expected[key], rtol, atol)
+            if reason:
+                return f"[{key!r}] {reason}"
+        return None
+    if isinstance(expected, (tuple, list)) and not isinstance(expected, np.ndarray):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"expected a sequence of {len(expected)} items, got {type(got).__name__}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            reason = default_compare(g, e, rtol, atol)
+            if reason:
+                return f"item {i}: {reason}"
+        return None
+    got_arr, exp_arr = np.asarray(got), np.asarray(expected)
+    if got_arr.shape != exp_arr.shape:
+        return f"expected shape {exp_arr.shape}, got shape {got_arr.shape}"
+    if exp_arr.dtype.kind in "biu" and got_arr.dtype.kind in "biu":
+        wrong = got_arr != exp_arr
+    else:
+        got_f, exp_f = got_arr.astype(float), exp_arr.astype(float)
+        if np.isnan(got_f).any() and not np.isnan(exp_f).any():
+            return "your result contains NaN"
+        wrong = ~np.isclose(got_f, exp_f, rtol=rtol, atol=atol, equal_nan=True)
+    if not wrong.any():
+        return None
+    if exp_arr.ndim == 0:
+        return f"expected {exp_arr.item()!r}, got {got_arr.item()!r}"
+    where = tuple(int(i) for i in np.argwhere(wrong)[0])
+    return (
+        f"{int(wrong.sum())} of {exp_arr.size} entries differ; first at index {where}: "
+        f"expected {exp_arr[where].item()!r}, got {got_arr[where].item()!r}"
+    )
+
+
+def register(
+    name: str,
+    reference: Callable,
+    cases: list[Case] | Callable[[], list[Case]],
+    compare: Callable[[Any, Any], str | None] = default_compare,
+    explain: Callable[[Case, Any, Any], str | None] | None = None,
+    hint: str = "",
+) -> None:
+    """Register (or replace) exercise ``name``.
+
+    ``cases`` may be a function that builds the cases, so that large inputs are made only when
+    checked. ``explain(case, got, expected)`` returns the lesson-level reason for a mismatch
+    (or None to fall back on ``compare``'s). ``hint`` is shown when a case fails and is the text
+    student copies put in their stubs.
+    """
+    if not name or not isinstance(name, str):
+        raise ValueError(f"name: expected a non-empty string, got {name!r}")
+    builder = cases if callable(cases) else (lambda: list(cases))
+    _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint)

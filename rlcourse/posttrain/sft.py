@@ -1,0 +1,43 @@
+"""Supervised fine-tuning of the tiny language model on the completion tokens of examples."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import autodiff as ad
+from ..core._checks import as_bool_array, as_rng, check_shape
+from ..core.blas import single_thread_blas
+from ..core.lm import _check_tokens, _shape_of, lm_nll
+from ..core.optim import Adam
+
+__all__ = ["sft"]
+
+
+@single_thread_blas()  # the model's matrices are tiny: BLAS threads only wait for busy cores
+def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch: int = 64):
+    """Supervised fine-tuning: Adam on ``lm_nll`` over random minibatches of rows.
+
+    ``tokens``/``mask`` ``[N, L]`` as from ``Tokenizer.encode_pairs``: only the masked tokens
+    (the completions) are fitted. Returns ``(params, losses)``, ``losses`` ``[steps]`` being each
+    minibatch's loss before its update. Every row must have a counted token.
+    """
+    vocab, _, _ = _shape_of(params)
+    tokens = _check_tokens(tokens, vocab)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, tokens.shape, "tokens")
+    empty = np.flatnonzero(~mask[:, 1:].any(axis=1))
+    if empty.size:
+        raise ValueError(f"mask: row {int(empty[0])} has no token to fit in mask[:, 1:]")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+    rng = as_rng(seed)
+    opt = Adam(lr=lr)
+    state = opt.init(params)
+    step = ad.value_and_grad(lm_nll)
+    losses = np.empty(steps)
+    size = min(batch, len(tokens))
+    for i in range(steps):
+        rows = rng.choice(len(tokens), size=size, replace=False)
+        losses[i], grads = step(params, tokens[rows], mask[rows])
+        params, state = opt.step(params, grads, state)
+    return params, losses

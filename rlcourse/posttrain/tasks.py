@@ -1,0 +1,126 @@
+"""Toy tasks for the post-training lessons: data, hidden scorers and verifiers.
+
+Each task is small enough to train on a laptop CPU in seconds, and each comes with the truth a
+learned reward can be checked against (a verifier, or a hidden annotator's score).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core._checks import as_bool_array, as_rng, check_shape
+from ..core.lm import _check_tokens
+from ..core.tokenizer import Tokenizer
+
+__all__ = ["addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
+           "style_preferences", "ReviewTask", "review_task"]
+
+
+def addition_data(n: int, seed=0, max_operand: int = 9):
+    """``n`` addition problems ``(prompts, answers)``: ``"3+4="`` and ``"7"``, operands uniform.
+
+    A verifier-checkable toy task for ``Tokenizer("0123456789+=")``: the answer is right iff it
+    equals ``str(a + b)``.
+    """
+    rng = as_rng(seed)
+    a, b = rng.integers(0, max_operand + 1, size=(2, n))
+    return [f"{x}+{y}=" for x, y in zip(a, b)], [str(x + y) for x, y in zip(a, b)]
+
+
+def token_counts(tokens, mask, vocab: int) -> np.ndarray:
+    """How often each token id occurs where ``mask`` is True: ``[B, V]`` floats (bag of words)."""
+    tokens = _check_tokens(tokens, vocab)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, tokens.shape, "tokens")
+    counts = np.zeros((len(tokens), vocab))
+    np.add.at(counts, (np.nonzero(mask)[0], tokens[mask]), 1.0)
+    return counts
+
+
+# The "style" task: a prompt "the cat" is completed by "is very great ." and the like. The true
+# quality of a completion is the warmth of its adjective, and 0 for a completion that breaks the
+# grammar; a reward model that only counts words cannot see the grammar, which is what RL exploits.
+_NOUNS, _VERBS, _ADVERBS = ("cat", "dog", "bird"), ("is", "was"), ("very", "quite")
+
+
+_WARMTH = {"great": 1.0, "good": 0.7, "fine": 0.4, "bad": 0.0}
+
+
+STYLE_WORDS = ["the", *_NOUNS, *_VERBS, *_ADVERBS, *_WARMTH, "."]
+
+
+def style_data(n: int, seed=0):
+    """``n`` grammatical examples ``(prompts, completions)`` of the style task, uniformly drawn:
+    ``"the dog"`` -> ``"was quite fine ."``; the grammar is ``VERB [ADVERB] ADJECTIVE .``."""
+    rng = as_rng(seed)
+    nouns = rng.choice(_NOUNS, n)
+    verbs = rng.choice(_VERBS, n)
+    adverbs = rng.choice([*_ADVERBS, ""], n)
+    adjectives = rng.choice(list(_WARMTH), n)
+    prompts = [f"the {x}" for x in nouns]
+    completions = [" ".join(w for w in parts if w) for parts in zip(verbs, adverbs, adjectives, ["."] * n)]
+    return prompts, completions
+
+
+def style_quality(completions: list[str]):
+    """``(quality [n], fluent [n])``: warmth of the adjective in [0, 1] (0 if not fluent), and
+    whether the completion follows the grammar ``VERB [ADVERB] ADJECTIVE .``."""
+    quality, fluent = np.zeros(len(completions)), np.zeros(len(completions), dtype=bool)
+    for i, text in enumerate(completions):
+        w = text.split()
+        fluent[i] = (len(w) in (3, 4) and w[0] in _VERBS and w[-1] == "." and w[-2] in _WARMTH
+                     and (len(w) == 3 or w[1] in _ADVERBS))
+        quality[i] = _WARMTH[w[-2]] if fluent[i] else 0.0
+    return quality, fluent
+
+
+def style_preferences(n: int, seed=0, sharpness: float = 4.0):
+    """``n`` preference pairs ``(prompts, chosen, rejected)`` labelled by simulated people.
+
+    Two grammatical completions of one prompt are drawn; the first is preferred with the
+    Bradley-Terry probability ``sigmoid(sharpness * (quality_1 - quality_2))``, so labels are
+    noisy where the qualities are close, as human labels are.
+    """
+    rng = as_rng(seed)
+    prompts, first = style_data(n, rng)
+    _, second = style_data(n, rng)
+    q1, _ = style_quality(first)
+    q2, _ = style_quality(second)
+    prefer_first = rng.random(n) < 1.0 / (1.0 + np.exp(-sharpness * (q1 - q2)))
+    chosen = [a if p else b for a, b, p in zip(first, second, prefer_first)]
+    rejected = [b if p else a for a, b, p in zip(first, second, prefer_first)]
+    return prompts, chosen, rejected
+
+
+class ReviewTask(NamedTuple):
+    """A toy preference task: "praise film" or "roast plot", answered by a few adjectives.
+
+    ``tokenizer`` (word level), ``prompts`` (the 8 instructions), ``words`` (the 9 words a
+    completion is made of: 3 positive, 3 negative, 3 neutral) and ``score(prompt, completion)``,
+    the hidden annotator: positive minus negative words for "praise", the opposite for "roast".
+    """
+
+    tokenizer: Tokenizer
+    prompts: list
+    words: list
+    score: object
+
+
+_POSITIVE, _NEGATIVE, _NEUTRAL = ("good", "great", "fun"), ("bad", "dull", "awful"), ("very", "quite", "and")
+
+
+def _review_score(prompt: str, completion: str) -> int:
+    words = completion.split()
+    tone = sum(w in _POSITIVE for w in words) - sum(w in _NEGATIVE for w in words)
+    return tone if prompt.split()[0] == "praise" else -tone
+
+
+def review_task() -> ReviewTask:
+    """The praise/roast task of lesson 13 (see ``ReviewTask``)."""
+    subjects = ["film", "plot", "cast", "music"]
+    words = list(_POSITIVE + _NEGATIVE + _NEUTRAL)
+    tokenizer = Tokenizer(["praise", "roast"] + subjects + words)
+    prompts = [f"{mode} {s}" for mode in ("praise", "roast") for s in subjects]
+    return ReviewTask(tokenizer, prompts, words, _review_score)

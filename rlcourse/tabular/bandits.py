@@ -1,0 +1,217 @@
+"""Bandit agents, each run on ``n`` independent bandit problems at once, and ``run_bandit``.
+
+Every agent keeps per-copy arrays of shape ``[n, arms]`` and has the same three methods:
+``act(rng) -> actions [n]``, ``update(actions [n], rewards [n])`` and ``reset()`` (forget
+everything learned). Copy ``i`` of the agent only ever sees copy ``i``'s rewards, so ``n``
+copies are ``n`` independent runs, computed together.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core._checks import as_float_array, as_int_array, check_count, check_probability, check_shape
+
+__all__ = ["EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit", "BanditResult"]
+
+
+
+def _random_argmax(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Row-wise argmax ``[n]`` of ``values [n, arms]``, ties broken uniformly at random."""
+    is_max = values == values.max(axis=1, keepdims=True)
+    return np.argmax(rng.random(values.shape) * is_max, axis=1)
+
+
+class _Agent:
+    """Shared bookkeeping: ``arms``, ``n`` and the validation of ``update``'s arguments."""
+
+    def __init__(self, arms, n):
+        self.arms = check_count("arms", arms)
+        self.n = check_count("n", n)
+        self.reset()
+
+    def _check_update(self, actions, rewards):
+        actions = as_int_array("actions", actions, 0, self.arms)
+        check_shape("actions", actions, (self.n,), against="[n] for n copies")
+        rewards = as_float_array("rewards", rewards).astype(np.float64)
+        check_shape("rewards", rewards, (self.n,), against="[n] for n copies")
+        return np.arange(self.n), actions, rewards
+
+
+class EpsilonGreedy(_Agent):
+    """Action-value estimates ``Q [n, arms]``; greedy with probability ``1 - epsilon``.
+
+    Exploring picks an arm uniformly (the greedy arm included); greedy ties are broken at
+    random. ``step_size=None`` keeps sample averages (``1 / N(a)``); a constant ``step_size``
+    weights recent rewards more (for drifting arms). ``initial`` is the starting estimate of
+    every arm: a high value (optimistic initialisation) makes even ``epsilon=0`` try every arm.
+    """
+
+    def __init__(self, arms: int, n: int = 1, epsilon: float = 0.1, initial: float = 0.0,
+                 step_size: float | None = None):
+        self.epsilon = check_probability("epsilon", epsilon)
+        self.initial = float(as_float_array("initial", initial, ndim=0))
+        if step_size is not None:
+            step_size = check_probability("step_size", step_size)
+            if step_size == 0.0:
+                raise ValueError("step_size: expected a number in (0, 1] or None, got 0.0")
+        self.step_size = step_size
+        super().__init__(arms, n)
+
+    def reset(self) -> None:
+        self.Q = np.full((self.n, self.arms), self.initial)
+        self.N = np.zeros((self.n, self.arms), dtype=np.int64)
+
+    def act(self, rng: np.random.Generator) -> np.ndarray:
+        """Actions ``[n]``: a uniform arm where a ``U(0, 1)`` draw is below ``epsilon``, else greedy."""
+        greedy_arm = _random_argmax(self.Q, rng)
+        explore = rng.random(self.n) < self.epsilon
+        random_arm = rng.integers(self.arms, size=self.n)
+        return np.where(explore, random_arm, greedy_arm)
+
+    def update(self, actions, rewards) -> None:
+        """``Q[a] += step * (r - Q[a])`` for the pulled arm of each copy."""
+        rows, actions, rewards = self._check_update(actions, rewards)
+        self.N[rows, actions] += 1
+        step = 1.0 / self.N[rows, actions] if self.step_size is None else self.step_size
+        self.Q[rows, actions] += step * (rewards - self.Q[rows, actions])
+
+
+def ucb_scores(Q, N, t, c: float = 2.0) -> np.ndarray:
+    """Upper-confidence scores ``Q + c * sqrt(ln t / N)``, ``+inf`` where ``N == 0``.
+
+    ``Q`` and ``N`` have the same shape (``[arms]`` or ``[n, arms]``); ``t >= 1`` is the number
+    of the step being chosen (1 for the first). An untried arm scores ``+inf``: its
+    uncertainty is unbounded, so it is tried before any arm is tried twice.
+    """
+    Q = as_float_array("Q", Q).astype(np.float64)
+    N = np.asarray(N)
+    check_shape("N", N, Q.shape, against="Q")
+    if (N < 0).any():
+        raise ValueError(f"N: pull counts must be >= 0, got {N.min()}")
+    t = float(t)
+    if not t >= 1:
+        raise ValueError(f"t: expected the step number, >= 1, got {t}")
+    c = float(c)
+    if not c >= 0:
+        raise ValueError(f"c: expected an exploration weight >= 0, got {c}")
+    tried = N > 0
+    bonus = c * np.sqrt(np.log(t) / np.where(tried, N, 1))
+    return np.where(tried, Q + bonus, np.inf)
+
+
+class UCB(_Agent):
+    """Upper-confidence-bound action selection (UCB1 with exploration weight ``c``).
+
+    Picks ``argmax_a Q[a] + c sqrt(ln t / N[a])`` with ``t`` the step being chosen (from 1);
+    arms not yet pulled come first, in index order, so the first ``arms`` steps pull every arm
+    once. Ties go to the lowest index. ``Q`` holds sample averages; ``rng`` is not used.
+    """
+
+    def __init__(self, arms: int, n: int = 1, c: float = 2.0):
+        self.c = float(c)
+        if not self.c >= 0:
+            raise ValueError(f"c: expected an exploration weight >= 0, got {c!r}")
+        super().__init__(arms, n)
+
+    def reset(self) -> None:
+        self.Q = np.zeros((self.n, self.arms))
+        self.N = np.zeros((self.n, self.arms), dtype=np.int64)
+        self.t = 0
+
+    def act(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Actions ``[n]`` with the highest score (deterministic given the history)."""
+        return np.argmax(ucb_scores(self.Q, self.N, self.t + 1, self.c), axis=1)
+
+    def update(self, actions, rewards) -> None:
+        """Sample-average update of the pulled arms; advances ``t``."""
+        rows, actions, rewards = self._check_update(actions, rewards)
+        self.N[rows, actions] += 1
+        self.Q[rows, actions] += (rewards - self.Q[rows, actions]) / self.N[rows, actions]
+        self.t += 1
+
+
+class GradientBandit(_Agent):
+    """Softmax policy over preferences ``H [n, arms]``, moved by stochastic gradient ascent.
+
+    After pulling ``a`` and receiving ``r``:
+    ``H <- H + alpha (r - baseline) (onehot(a) - pi)``, with ``pi = softmax(H)``.
+    ``baseline`` is the average of the rewards *before* this one (the first reward is its own
+    baseline), or 0 with ``baseline=False``. Every update sums to zero over arms, so ``H`` keeps
+    summing to 0 in each copy.
+    """
+
+    def __init__(self, arms: int, n: int = 1, alpha: float = 0.1, baseline: bool = True):
+        self.alpha = float(alpha)
+        if not self.alpha > 0:
+            raise ValueError(f"alpha: expected a step size > 0, got {alpha!r}")
+        self.use_baseline = bool(baseline)
+        super().__init__(arms, n)
+
+    def reset(self) -> None:
+        self.H = np.zeros((self.n, self.arms))
+        self.average_reward = np.zeros(self.n)
+        self.t = 0
+
+    @property
+    def probs(self) -> np.ndarray:
+        """The policy ``pi [n, arms]``: softmax of the preferences."""
+        z = np.exp(self.H - self.H.max(axis=1, keepdims=True))
+        return z / z.sum(axis=1, keepdims=True)
+
+    def act(self, rng: np.random.Generator) -> np.ndarray:
+        """Actions ``[n]`` sampled from ``pi`` by inverting each copy's CDF with one uniform."""
+        cdf = np.cumsum(self.probs, axis=1)
+        return np.minimum((cdf <= rng.random(self.n)[:, None]).sum(axis=1), self.arms - 1)
+
+    def update(self, actions, rewards) -> None:
+        """One gradient-ascent step on expected reward for every copy."""
+        rows, actions, rewards = self._check_update(actions, rewards)
+        self.t += 1
+        if not self.use_baseline:
+            baseline = 0.0
+        elif self.t == 1:
+            baseline = rewards
+        else:
+            baseline = self.average_reward
+        grad = -self.probs
+        grad[rows, actions] += 1.0
+        self.H += self.alpha * (rewards - baseline)[:, None] * grad
+        self.average_reward = self.average_reward + (rewards - self.average_reward) / self.t
+
+
+class BanditResult(NamedTuple):
+    """``rewards [steps, n]`` received; ``optimal [steps, n]`` bool, the optimal arm was pulled."""
+
+    rewards: np.ndarray
+    optimal: np.ndarray
+
+
+def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
+    """Run ``agent`` on all ``env.n`` bandit copies for ``steps`` steps, all copies at once.
+
+    ``env`` is a :class:`~rlcourse.envs.bandit.Bandit` (``n``, ``num_actions``,
+    ``optimal_arm [n]``, ``reset(seed)``, ``step(actions) -> rewards [n]``). The env is
+    re-seeded with ``seed`` (new problems) and the agent reset, so the same seed gives the same
+    result bit for bit; the agent's generator is derived from ``seed`` but independent of the
+    env's. Average over copies (axis 1) for the usual learning curves.
+    """
+    steps = check_count("steps", steps)
+    if agent.n != env.n or agent.arms != env.num_actions:
+        raise ValueError(
+            f"agent: expected n={env.n} copies and arms={env.num_actions} (from env), "
+            f"got n={agent.n}, arms={agent.arms}"
+        )
+    env.reset(seed=seed)
+    agent.reset()
+    rng = np.random.default_rng([seed, 1])  # a stream independent of the env's default_rng(seed)
+    rewards = np.empty((steps, env.n))
+    optimal = np.empty((steps, env.n), dtype=bool)
+    for t in range(steps):
+        actions = agent.act(rng)
+        rewards[t] = env.step(actions)
+        optimal[t] = actions == env.optimal_arm
+        agent.update(actions, rewards[t])
+    return BanditResult(rewards, optimal)

@@ -1,0 +1,276 @@
+"""Dynamic programming on a known finite MDP: policy evaluation, policy and value iteration.
+
+The model is the one every tabular environment exposes: ``P [S, A, S]`` with ``P[s, a, s']`` the
+probability of moving to ``s'``; ``R [S, A, S]`` the reward of that transition (or ``R [S, A]``,
+the expected reward of taking ``a`` in ``s``); ``terminal [S]`` bool (optional).
+
+The backup of every function here is
+``Q(s, a) = sum_s' P[s, a, s'] * (R[s, a, s'] + gamma * V(s'))``.
+
+Invariant: terminal states never bootstrap. ``V[terminal]`` is 0 and their rows are never
+updated, whatever ``P`` and ``R`` say about them (a reward on a terminal state's self-loop is
+ignored); the reward for *entering* a terminal state is paid by the transition into it.
+Rows of terminal states in ``P`` need not be distributions.
+
+With ``gamma = 1`` the values are finite only if every policy considered reaches a terminal
+state; otherwise the iterative methods stop after ``max_iters`` sweeps and the exact solve
+meets a singular system, and both raise an error saying so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+
+__all__ = [
+    "expected_rewards",
+    "q_from_v",
+    "greedy",
+    "bellman_optimality_backup",
+    "policy_evaluation",
+    "policy_evaluation_exact",
+    "value_iteration",
+    "policy_iteration",
+]
+
+# Two action values closer than this count as tied, so float noise cannot pick the action.
+_TIE_TOL = 1e-9
+
+
+def _check_model(P, R, terminal):
+    """Validated float64 ``P [S, A, S]``, expected rewards ``r [S, A]`` and bool ``terminal [S]``."""
+    P = as_float_array("P", P, ndim=3).astype(np.float64)
+    S, A, S2 = P.shape
+    if S != S2 or S == 0 or A == 0:
+        raise ValueError(f"P: expected shape [S, A, S] with S, A >= 1, got {P.shape}")
+    if terminal is None:
+        terminal = np.zeros(S, dtype=bool)
+    else:
+        terminal = as_bool_array("terminal", terminal)
+        check_shape("terminal", terminal, (S,), against="[S] with S from P")
+    live = ~terminal
+    if (P[live] < 0).any():
+        s, a, s2 = np.argwhere((P < 0) & live[:, None, None])[0]
+        raise ValueError(f"P: probabilities must be >= 0, got P[{s}, {a}, {s2}] = {P[s, a, s2]}")
+    sums = P.sum(axis=2)
+    off = (np.abs(sums - 1.0) > 1e-8) & live[:, None]
+    if off.any():
+        s, a = np.argwhere(off)[0]
+        raise ValueError(
+            f"P: each row P[s, a, :] of a non-terminal state must sum to 1, "
+            f"but P[{s}, {a}, :] sums to {sums[s, a]:.6g}"
+        )
+    R = as_float_array("R", R).astype(np.float64)
+    if R.shape == (S, A):
+        r = R
+    elif R.shape == P.shape:
+        r = np.einsum("ijk,ijk->ij", P, R)
+    else:
+        raise ValueError(
+            f"R: expected shape {P.shape} (R[s, a, s'], as P) or {(S, A)} "
+            f"(expected reward of (s, a)), got {R.shape}"
+        )
+    r = np.where(live[:, None], r, 0.0)
+    return P, r, terminal
+
+
+def _check_gamma(gamma) -> float:
+    return check_probability("gamma", gamma)
+
+
+def _check_tol(tol) -> float:
+    tol = float(tol)
+    if not tol > 0:
+        raise ValueError(f"tol: expected a positive number, got {tol}")
+    return tol
+
+
+def _check_values(V, S: int) -> np.ndarray:
+    V = as_float_array("V", V, ndim=1).astype(np.float64)
+    check_shape("V", V, (S,), against="[S] with S from P")
+    return V
+
+
+def _policy_matrix(policy, S: int, A: int) -> np.ndarray:
+    """``policy`` as probabilities ``[S, A]``; accepts ``[S]`` actions or ``[S, A]`` probabilities."""
+    arr = np.asarray(policy)
+    if arr.ndim == 1:
+        actions = as_int_array("policy", arr, 0, A)
+        check_shape("policy", actions, (S,), against="[S] actions, S from P")
+        return np.eye(A)[actions]
+    probs = as_float_array("policy", arr, ndim=2).astype(np.float64)
+    check_shape("policy", probs, (S, A), against="[S, A] action probabilities, from P")
+    if (probs < 0).any():
+        s, a = np.argwhere(probs < 0)[0]
+        raise ValueError(f"policy: probabilities must be >= 0, got policy[{s}, {a}] = {probs[s, a]}")
+    sums = probs.sum(axis=1)
+    off = np.abs(sums - 1.0) > 1e-6
+    if off.any():
+        s = int(np.flatnonzero(off)[0])
+        raise ValueError(f"policy: each row must sum to 1, but policy[{s}] sums to {sums[s]:.6g}")
+    return probs
+
+
+def _backup(P, r, V, gamma, terminal) -> np.ndarray:
+    """``Q [S, A]`` from ``V``; terminal rows are 0 and ``V`` is read as 0 at terminal states."""
+    V = np.where(terminal, 0.0, V)
+    Q = r + gamma * (P @ V)
+    Q[terminal] = 0.0
+    return Q
+
+
+def expected_rewards(P, R, terminal=None) -> np.ndarray:
+    """``r [S, A]`` with ``r[s, a] = sum_s' P[s, a, s'] R[s, a, s']``; 0 on terminal rows."""
+    return _check_model(P, R, terminal)[1]
+
+
+def q_from_v(P, R, V, gamma, terminal=None) -> np.ndarray:
+    """Action values ``Q [S, A]`` of ``V [S]``: one Bellman backup without the max.
+
+    ``Q[s, a] = sum_s' P[s, a, s'] (R[s, a, s'] + gamma V[s'])`` with ``V`` read as 0 at
+    terminal states, and ``Q[terminal] = 0``.
+    """
+    P, r, terminal = _check_model(P, R, terminal)
+    V = _check_values(V, P.shape[0])
+    return _backup(P, r, V, _check_gamma(gamma), terminal)
+
+
+def greedy(Q, tol: float = _TIE_TOL) -> np.ndarray:
+    """Greedy actions ``[S]`` (int64) of ``Q [S, A]``.
+
+    Ties within ``tol`` of the row maximum go to the lowest action index, so values that differ
+    only by rounding noise always give the same policy.
+    """
+    Q = as_float_array("Q", Q, ndim=2)
+    if Q.shape[1] == 0:
+        raise ValueError(f"Q: expected at least one action (shape [S, A] with A >= 1), got {Q.shape}")
+    return np.argmax(Q >= Q.max(axis=1, keepdims=True) - tol, axis=1).astype(np.int64)
+
+
+def bellman_optimality_backup(P, R, V, gamma, terminal=None) -> np.ndarray:
+    """One sweep of value iteration: ``V_new[s] = max_a Q[s, a]`` ``[S]``, 0 at terminal states."""
+    return q_from_v(P, R, V, gamma, terminal).max(axis=1)
+
+
+def _not_converged(name: str, sweeps: int, change: float, gamma: float) -> RuntimeError:
+    why = (" With gamma = 1 every policy must reach a terminal state for the values to be "
+           "finite; use gamma < 1 or add terminal states." if gamma == 1.0 else
+           " Raise max_iters or tol.")
+    return RuntimeError(
+        f"{name}: did not converge in {sweeps} sweeps (last change {change:.3g}).{why}"
+    )
+
+
+def policy_evaluation(P, R, policy, gamma, terminal=None, tol: float = 1e-10,
+                      max_iters: int = 100_000, method: str = "iterative") -> np.ndarray:
+    """``V^pi [S]`` of ``policy`` (``[S]`` actions or ``[S, A]`` probabilities).
+
+    ``method="iterative"``: synchronous sweeps ``V <- r_pi + gamma P_pi V`` from ``V = 0`` until
+    the largest change is below ``tol``. ``method="linear"``: solve ``(I - gamma P_pi) V = r_pi``
+    exactly (see :func:`policy_evaluation_exact`). ``V[terminal] = 0`` either way.
+    """
+    if method == "linear":
+        return policy_evaluation_exact(P, R, policy, gamma, terminal)
+    if method != "iterative":
+        raise ValueError(f"method: expected 'iterative' or 'linear', got {method!r}")
+    P, r, terminal = _check_model(P, R, terminal)
+    gamma, tol = _check_gamma(gamma), _check_tol(tol)
+    S, A, _ = P.shape
+    pi = _policy_matrix(policy, S, A)
+    P_pi, r_pi = _policy_dynamics(P, r, pi, terminal)
+    V = np.zeros(S)
+    change = np.inf
+    for _ in range(max_iters):
+        V_new = r_pi + gamma * (P_pi @ V)
+        change = float(np.max(np.abs(V_new - V)))
+        V = V_new
+        if change < tol:
+            return V
+    raise _not_converged("policy_evaluation", max_iters, change, gamma)
+
+
+def _policy_dynamics(P, r, pi, terminal):
+    """``P_pi [S, S]`` and ``r_pi [S]`` under ``pi``; terminal rows and columns are 0, so
+    nothing is paid from, or bootstraps through, a terminal state."""
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    P_pi[terminal] = 0.0
+    P_pi[:, terminal] = 0.0
+    r_pi = np.einsum("sa,sa->s", pi, r)
+    return P_pi, r_pi
+
+
+def policy_evaluation_exact(P, R, policy, gamma, terminal=None) -> np.ndarray:
+    """``V^pi [S]`` by solving the Bellman expectation equation ``(I - gamma P_pi) V = r_pi``.
+
+    Exact up to rounding; raises if the system is singular (``gamma = 1`` and the policy can
+    loop forever without reaching a terminal state).
+    """
+    P, r, terminal = _check_model(P, R, terminal)
+    S, A, _ = P.shape
+    return _solve(P, r, _policy_matrix(policy, S, A), _check_gamma(gamma), terminal)
+
+
+def _solve(P, r, pi, gamma, terminal) -> np.ndarray:
+    """Exact ``V^pi`` of validated inputs (see :func:`policy_evaluation_exact`)."""
+    P_pi, r_pi = _policy_dynamics(P, r, pi, terminal)
+    system = np.eye(P.shape[0]) - gamma * P_pi
+    if np.linalg.cond(system) > 1e12:
+        raise np.linalg.LinAlgError(
+            "policy_evaluation_exact: I - gamma * P_pi is singular: with gamma = "
+            f"{gamma} the policy can stay forever among non-terminal states, so its values are "
+            "not finite; use gamma < 1 or a policy that reaches a terminal state"
+        )
+    return np.linalg.solve(system, r_pi)
+
+
+def value_iteration(P, R, gamma=0.9, terminal=None, tol: float = 1e-10,
+                    max_iters: int = 100_000, return_history: bool = False):
+    """Optimal values by repeated Bellman optimality backups.
+
+    Returns ``(V [S], greedy_policy [S])``; with ``return_history=True`` also ``changes [k]``,
+    the largest value change of each of the ``k`` sweeps (``k`` is the sweep count). Stops when
+    a sweep changes no value by ``tol`` or more. ``V[terminal] = 0``; the policy is greedy with
+    respect to the returned ``V`` (lowest action index among ties).
+    """
+    P, r, terminal = _check_model(P, R, terminal)
+    gamma, tol = _check_gamma(gamma), _check_tol(tol)
+    V = np.zeros(P.shape[0])
+    changes = []
+    for _ in range(max_iters):
+        V_new = _backup(P, r, V, gamma, terminal).max(axis=1)
+        changes.append(float(np.max(np.abs(V_new - V))))
+        V = V_new
+        if changes[-1] < tol:
+            policy = greedy(_backup(P, r, V, gamma, terminal))
+            return (V, policy, np.array(changes)) if return_history else (V, policy)
+    raise _not_converged("value_iteration", max_iters, changes[-1], gamma)
+
+
+def policy_iteration(P, R, gamma, terminal=None, policy=None, max_iters: int = 1_000,
+                     return_history: bool = False):
+    """Optimal values and policy by alternating exact evaluation and greedy improvement.
+
+    Starts from ``policy`` (``[S]`` actions; default all zeros). An action changes only when
+    another is better by more than a rounding tolerance, so the loop cannot cycle between tied
+    policies and stops as soon as the policy is stable. Returns ``(V [S], policy [S])``; with
+    ``return_history=True`` also the list of policies visited (the first is the start).
+    """
+    P, r, terminal = _check_model(P, R, terminal)
+    gamma = _check_gamma(gamma)
+    S, A, _ = P.shape
+    policy = np.zeros(S, dtype=np.int64) if policy is None else as_int_array("policy", policy, 0, A)
+    check_shape("policy", policy, (S,), against="[S] actions, S from P")
+    policy = policy.astype(np.int64)
+    history = [policy.copy()]
+    for _ in range(max_iters):
+        V = _solve(P, r, np.eye(A)[policy], gamma, terminal)
+        Q = _backup(P, r, V, gamma, terminal)
+        current = Q[np.arange(S), policy]
+        better = Q.max(axis=1) > current + _TIE_TOL
+        if not better.any():
+            return (V, policy, history) if return_history else (V, policy)
+        policy = np.where(better, greedy(Q), policy)
+        history.append(policy.copy())
+    raise RuntimeError(f"policy_iteration: the policy was still changing after {max_iters} "
+                       "improvement steps")
