@@ -24,3 +24,4 @@ from .returns import *  # noqa: E402,F401,F403
 from .sampling import *  # noqa: E402,F401,F403
 from .search import *  # noqa: E402,F401,F403
 from .tabular import *  # noqa: E402,F401,F403
+from .viz import *  # noqa: E402,F401,F403
