@@ -55,7 +55,11 @@ from .tabular.exploration import *  # noqa: E402,F401,F403
 from .tabular.prediction import *  # noqa: E402,F401,F403
 from .tabular.targets import *  # noqa: E402,F401,F403
 from .viz.grid import *  # noqa: E402,F401,F403
+from .viz.player import *  # noqa: E402,F401,F403
 from .viz.plots import *  # noqa: E402,F401,F403
+from .viz.renderers import *  # noqa: E402,F401,F403
+from .viz.scene import *  # noqa: E402,F401,F403
+from .viz.text import *  # noqa: E402,F401,F403
 
 # Every module's own __all__, minus the autodiff ops named like builtins (tests/test_package.py
 # checks that this list and the modules agree).
@@ -63,20 +67,21 @@ __all__ = [
     # algos.actor_critic
     "actor_critic", "actor_critic_loss", "A2C_CARTPOLE",
     # algos.dqn
-    "ReplayBuffer", "DQNResult", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
+    "ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
     # algos.evaluate
-    "EvalResult", "evaluate", "greedy_policy",
+    "EvalResult", "evaluate", "greedy_policy", "Checkpoints",
     # algos.models
     "make_actor_critic", "actor_critic_model",
     # algos.ppo
     "ppo", "ppo_loss", "PPO_CARTPOLE",
     # algos.reinforce
-    "ReinforceResult", "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
-    "policy_gradient_estimate", "collect_episodes",
+    "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score", "policy_gradient_estimate",
+    "collect_episodes",
     # algos.rollout
     "Rollout", "collect_rollout", "policy_step", "explained_variance",
     # algos.trainer
-    "TrainResult", "TrainingLog", "Progress", "FlatParams",
+    "TrainResult", "TrainingLog", "Progress", "Learner", "FlatParams", "RECENT_EPISODES", "average",
+    "standardise",
     # core.autodiff
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
     "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",
@@ -147,8 +152,16 @@ __all__ = [
     "td_target", "n_step_target", "mc_returns",
     # viz.grid
     "plot_grid",
+    # viz.player
+    "Animation", "animate", "side_by_side",
     # viz.plots
     "learning_curve", "ppo_diagnostics", "moving_average",
+    # viz.renderers
+    "cartpole_scene", "gridworld_scene", "tictactoe_scene", "bandit_scene", "render",
+    # viz.scene
+    "Scene", "rasterize",
+    # viz.text
+    "SamplesTable", "samples_table",
 ]
 
 
