@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_float_array, check_shape
+from ._checks import as_bool_array, as_float_array, check_count, check_shape
 from .kl import _check_token_mask, _same_shape_values, kl_estimate
 
 __all__ = [
@@ -270,9 +270,7 @@ def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = T
     to zero. Returns float64 [B]; rewards are data, not traced.
     """
     r = as_float_array("rewards", rewards, ndim=1).astype(np.float64)
-    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 2:
-        raise ValueError(f"group_size: expected an integer >= 2 (the sample std needs two "
-                         f"samples per prompt), got {group_size!r}")
+    check_count("group_size", group_size, low=2)  # the sample std needs two samples per prompt
     if r.size == 0 or r.size % group_size:
         raise ValueError(f"rewards: expected a batch that is a whole number of groups of "
                          f"group_size={group_size}, got {r.size} rewards")

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_shape
+from ..core._checks import as_float_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
 from ..core.kl import exact_kl
 from ..core.lm import generate, lm_logits
@@ -90,8 +90,7 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     ``seed``.
     """
     prompts = np.asarray(prompts)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    check_count("iterations", iterations)
     if prompts.ndim != 2 or len(prompts) == 0:
         raise ValueError(f"prompts: expected token ids [N, P] with N >= 1, got shape {prompts.shape}")
     rng = as_rng(seed)

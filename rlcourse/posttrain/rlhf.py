@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_shape
+from ..core._checks import as_float_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
 from ..core.kl import _check_token_mask, exact_kl, kl_penalized_rewards
 from ..core.lm import generate, lm_logits
@@ -118,8 +118,7 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
     fluency) to watch for reward hacking. Deterministic given ``seed``.
     """
     prompts = np.asarray(prompts)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    check_count("iterations", iterations)
     rng = as_rng(seed)
     opt = Adam(lr=lr)
     state = opt.init(policy)
