@@ -43,6 +43,7 @@ from .envs import *  # noqa: E402,F401,F403
 from .posttrain.grpo import *  # noqa: E402,F401,F403
 from .posttrain.preference import *  # noqa: E402,F401,F403
 from .posttrain.rlhf import *  # noqa: E402,F401,F403
+from .posttrain.rollout import *  # noqa: E402,F401,F403
 from .posttrain.sft import *  # noqa: E402,F401,F403
 from .posttrain.tasks import *  # noqa: E402,F401,F403
 from .search.decoding import *  # noqa: E402,F401,F403
@@ -126,6 +127,8 @@ __all__ = [
     "PreferenceTraining", "train_on_preferences",
     # posttrain.rlhf
     "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
+    # posttrain.rollout
+    "TokenRollout", "sample_rollout", "policy_token_log_probs", "rollout_rewards",
     # posttrain.sft
     "sft",
     # posttrain.tasks
