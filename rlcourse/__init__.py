@@ -118,8 +118,8 @@ __all__ = [
     # core.tokens
     "token_log_probs", "sequence_log_prob", "completion_mask",
     # envs
-    "Step", "CartPole", "TabularMDP", "GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN",
-    "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
+    "Step", "CartPole", "TabularMDP", "check_mdp", "GridWorld", "FrozenLake", "CliffWalking",
+    "LEFT", "DOWN", "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
     # posttrain.grpo
     "GRPOHistory", "grpo_step", "grpo_train",
     # posttrain.preference
