@@ -1,6 +1,6 @@
 """CartPole: ``n`` copies of Gymnasium's CartPole-v1, bit for bit, stepped as arrays.
 
-Physics, thresholds, reward and time limit are Gymnasium 1.4's (see REFERENCE.md): the same
+Physics, thresholds, reward and time limit are Gymnasium 1.4's (its `classic_control/cartpole.py`): the same
 float64 operations in the same order, so every state and float32 observation is identical.
 
 Seeding: copy ``i`` owns a generator identical to ``np.random.default_rng(seed + i)`` (as
