@@ -27,6 +27,7 @@ from .algos.rollout import *  # noqa: E402,F401,F403
 from .algos.trainer import *  # noqa: E402,F401,F403
 from .core.autodiff import *  # noqa: E402,F401,F403
 from .core.blas import *  # noqa: E402,F401,F403
+from .core.checkpoint import *  # noqa: E402,F401,F403
 from .core.distributions import *  # noqa: E402,F401,F403
 from .core.heap import *  # noqa: E402,F401,F403
 from .core.importance import *  # noqa: E402,F401,F403
@@ -90,6 +91,8 @@ __all__ = [
     "concatenate", "stack", "stop_gradient",
     # core.blas
     "single_thread_blas",
+    # core.checkpoint
+    "save_params", "load_params",
     # core.distributions
     "categorical_sample", "categorical_log_prob", "categorical_entropy", "categorical_probs",
     "gaussian_log_prob", "gaussian_entropy",
@@ -105,8 +108,7 @@ __all__ = [
     "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber", "PreferenceResult",
     "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "GRPOLoss", "grpo_loss",
     # core.nn
-    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "save_params", "load_params",
-    "count_params",
+    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
     # core.optim
     "SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule",
     # core.returns

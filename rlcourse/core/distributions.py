@@ -75,7 +75,7 @@ def categorical_entropy(logits):
     """
     value, logits = _checked(logits)
     log_p = ad.log_softmax(logits)
-    possible = ~np.isneginf(value)
+    possible = np.isfinite(ad.stop_gradient(log_p))
     return -ad.sum(ad.exp(log_p) * ad.where(possible, log_p, 0.0), axis=-1)
 
 

@@ -100,15 +100,15 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     # padding log-probs may be -inf on both sides; replace them before subtracting
     log_ratio = ad.where(mask, logp, 0.0) - np.where(mask, old, 0.0).astype(dtype)
     ratio = ad.exp(log_ratio)
-    objective = ad.minimum(ratio * adv, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * adv)
-    objective = ad.where(mask, objective, 0.0)
+    objective = ad.where(mask, ppo_clip_objective(ratio, adv, clip), 0.0)
     if aggregate == "token":
         loss = -ad.sum(objective) / int(counts.sum())
     else:
         loss = -ad.mean(ad.sum(objective, axis=1) / counts.astype(dtype))
-    r = np.exp(np.where(mask, lp - np.where(mask, old, 0.0), 0.0))
-    clip_fraction = float(np.mean(np.abs(r[mask] - 1.0) > clip))
-    approx_kl = float(np.mean((r - 1.0 - np.log(r))[mask]))
+    log_r = ad.stop_gradient(log_ratio)
+    clip_fraction = float(np.mean(np.abs(np.exp(log_r[mask]) - 1.0) > clip))
+    # k3 from the log-ratio itself: finite even where the ratio underflows to 0
+    approx_kl = float(np.mean(kl_estimate(np.zeros_like(log_r[mask]), log_r[mask], "k3")))
     return PPOClipResult(loss, clip_fraction, approx_kl)
 
 

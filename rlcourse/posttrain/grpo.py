@@ -47,6 +47,7 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     ``(policy, opt_state, stats)``, ``stats`` a dict with the rollout (``tokens``, ``mask``,
     ``rewards``, ``advantages``) and the figures ``GRPOHistory`` records.
     """
+    epochs = check_count("epochs", epochs)
     group = np.repeat(np.asarray(prompts), group_size, axis=0)
     data = sample_rollout(policy, ref, group, max_new, rng)
     rewards = rollout_rewards(reward_fn, data)

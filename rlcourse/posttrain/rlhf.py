@@ -77,6 +77,7 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
     Only completion tokens enter steps 3-5. Returns ``(policy, opt_state, stats)``, ``stats`` a
     dict with the rollout (``tokens``, ``mask``, ``scores``) and the figures ``RLHFHistory`` records.
     """
+    epochs = check_count("epochs", epochs)
     data = sample_rollout(policy, ref, prompts, max_new, rng)
     scores = rollout_rewards(reward_fn, data)
     rewards = kl_penalized_rewards(scores, data.old_logp, data.ref_logp, data.action, beta, kind)
