@@ -246,7 +246,7 @@ def test_per_decision_numerics_and_errors():
         rc.per_decision_estimate(np.ones((1, 2)), np.array([[1.0, -1.0]]))
     with pytest.raises(ValueError, match="gamma"):
         rc.per_decision_estimate(np.ones((1, 2)), np.ones((1, 2)), gamma=1.5)
-    with pytest.raises(ValueError, match="2 dimensions"):
+    with pytest.raises(ValueError, match=r"rewards: expected \[n, T\]"):
         rc.per_decision_estimate(np.ones(3), np.ones(3))
     with pytest.raises(ValueError, match="mask: expected shape"):
         rc.per_decision_estimate(np.ones((2, 3)), np.ones((2, 3)), mask=np.ones((2, 2), bool))
@@ -329,3 +329,29 @@ def test_doubly_robust_rejects_bad_input():
         rc.direct_method_estimate(np.array([[0.5, 0.6]]), q)
     with pytest.raises(ValueError, match="finite"):
         rc.direct_method_estimate(pi, np.array([[np.nan, 0.0]]))
+
+
+def test_leading_axes_are_independent_data_sets():
+    rng = np.random.default_rng(8)
+    R, n, T, A = 4, 6, 3, 3
+    g, w = rng.normal(size=(R, n)), rng.exponential(size=(R, n))
+    batch = rc.importance_estimate(g, w)
+    for i in range(R):
+        assert tuple(np.asarray(batch)[:, i]) == pytest.approx(tuple(rc.importance_estimate(g[i], w[i])))
+    assert rc.effective_sample_size(w) == pytest.approx([rc.effective_sample_size(x) for x in w])
+    rewards, ratios = rng.normal(size=(R, n, T)), rng.exponential(size=(R, n, T))
+    pd = rc.per_decision_estimate(rewards, ratios, 0.9)
+    for i in range(R):
+        one = rc.per_decision_estimate(rewards[i], ratios[i], 0.9)
+        assert (pd.ordinary[i], pd.weighted[i]) == pytest.approx(tuple(one))
+    pi, q = rng.dirichlet(np.ones(A), size=(R, n)), rng.random((R, n, A))
+    a, p, r = rng.integers(0, A, size=(R, n)), rng.uniform(0.1, 1, size=(R, n)), rng.random((R, n))
+    dm, dr = rc.direct_method_estimate(pi, q), rc.doubly_robust_estimate(r, a, p, pi, q)
+    assert dm.shape == dr.shape == (R,)
+    for i in range(R):
+        assert dm[i] == pytest.approx(rc.direct_method_estimate(pi[i], q[i]))
+        assert dr[i] == pytest.approx(rc.doubly_robust_estimate(r[i], a[i], p[i], pi[i], q[i]))
+    assert isinstance(rc.direct_method_estimate(pi[0], q[0]), float)
+    w[2] = 0.0
+    with pytest.raises(ValueError, match=r"every weight is 0 in data set \(2,\)"):
+        rc.effective_sample_size(w)
