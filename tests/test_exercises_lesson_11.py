@@ -317,6 +317,7 @@ def test_softmax_policy_dr_wrong_answers(capsys):
     out = rejects("softmax_policy_dr", spd(lambda s, t: softmax(s / t, stable=False)), capsys,
                   "subtract each row's max")
     assert "2/3 cases pass" in out
+    rejects("softmax_policy_dr", spd(lambda s, t: softmax(s)), capsys, "you ignored the temperature")
     rejects("softmax_policy_dr", spd(lambda s, t: softmax(s * t)), capsys,
             "the temperature divides the scores")
     rejects("softmax_policy_dr", spd(lambda s, t: softmax(s / t, axis=0)), capsys,

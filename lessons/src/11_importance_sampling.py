@@ -343,7 +343,9 @@ for name, q in (("per-kind", per_kind_model), ("kind-blind", blind_model)):
     dm = rc.direct_method_estimate(pi_logged, q[kinds])
     dr = rc.doubly_robust_estimate(clicks, articles, propensities, pi_logged, q[kinds])
     print(f"{name:10s} model: direct method {dm:.3f}   doubly robust {dr:.3f}   (true {true_value:.3f})")
-assert blind_model[0, 3] < click_rate[0, 3] / 2
+shows = visitor_mix * behavior[:, 3]
+print("who sees article 3 (kinds 0, 1, 2):", np.round(shows / shows.sum(), 2))
+assert blind_model[0, 3] < click_rate[0, 3] / 2 and np.argmax(shows) == 1
 
 # %% [markdown]
 # The kind-blind model learns article 3's click rate mostly from kind-1 visitors (the behaviour
@@ -471,6 +473,9 @@ assert sorted(biased) == sorted(["DM  model kind-blind", "IS  propensities kind-
 for name in propensity:  # DR spreads less than IS with the same propensities, whatever the model
     assert all(results[f"DR  model {m:10s} propensities {name:10s}"].std()
                < results[f"IS  propensities {name:10s}"].std() for m in model)
+both_wrong = results["DR  model kind-blind propensities kind-blind"].mean() - true_value
+is_wrong = results["IS  propensities kind-blind"].mean() - true_value
+assert abs(both_wrong - is_wrong) < 0.25 * abs(is_wrong)  # about as biased as IS with those propensities
 
 # %% [markdown]
 # DR is unbiased in three of the four combinations: with the true propensities whatever the
@@ -478,6 +483,17 @@ for name in propensity:  # DR spreads less than IS with the same propensities, w
 # does it fail, and then about as badly as IS with the same wrong propensities. Its standard
 # deviation also sits below plain IS's with the same propensities: the model explains part of
 # each click, and only the rest is reweighted.
+#
+# The guarantee needs a model that did not see the evaluation log. Fit the per-kind model on the
+# very visits DR then corrects, and each cell's residuals sum to zero there: the correction
+# vanishes and DR silently becomes the direct method.
+
+# %%
+in_sample = fit_models(k, a, r)[0][rep, k]  # fitted on the 200 evaluation visits themselves
+dr_in = rc.doubly_robust_estimate(r, a, propensity["kind-blind"], pi_rows, in_sample)
+dm_in = rc.direct_method_estimate(pi_rows, in_sample)
+print("with an in-sample model, DR equals DM on all 500 logs:", bool(np.allclose(dr_in, dm_in)))
+assert np.allclose(dr_in, dm_in)
 
 # %% [markdown]
 # ## Use it
@@ -520,6 +536,11 @@ assert np.all(exact_o[:-1] < 0) and abs(exact_o[-1]) < 1e-12  # every cap below 
 behaviour_gap_to_truth = policy_value(behavior) - true_value
 assert exact_o[0] < behaviour_gap_to_truth  # a tight cap lands below even the behaviour's own value
 assert rmse_o.min() < rmse_o[-1]  # at n = 50 some cap still pays in mean squared error
+exact_w = np.array([row[1] for row in sweep["weighted"]])
+assert np.all(np.abs(exact_w[:-1]) < np.abs(exact_o[:-1]))  # renormalising loses less
+negative_clicks = -click_rate  # the same cap on negative rewards: the estimate comes out too HIGH
+capped = np.minimum(target, 1.0 * behavior)
+assert float(visitor_mix @ np.sum(capped * negative_clicks, axis=1)) > -true_value
 print(f"smallest ordinary rmse at c = {caps[int(np.argmin(rmse_o))]:.1f}: {rmse_o.min():.3f} "
       f"(no cap: {rmse_o[-1]:.3f})")
 
@@ -566,7 +587,7 @@ names = ["log mean (no weights)", "full-trajectory IS", "weighted full-trajector
          "per-decision IS", "weighted per-decision IS"]
 rel_rmse = {name: [] for name in names}
 rel_median = {name: [] for name in names}
-z_pd, z_wpd, ess_fraction = [], [], []
+z_pd, z_wpd, ess_fraction, mean_weight = [], [], [], []
 for horizon in horizons:
     k, a, r = log_visit_sequences((repeats, n), horizon)
     rho = visit_ratio[k[..., None], a]
@@ -581,6 +602,11 @@ for horizon in horizons:
     z_pd.append((pd.ordinary.mean() - truth) / (pd.ordinary.std() / np.sqrt(repeats)))
     z_wpd.append((pd.weighted.mean() - truth) / (pd.weighted.std() / np.sqrt(repeats)))
     ess_fraction.append(np.median(full.ess) / n)
+    mean_weight.append(np.median(rho.prod(axis=-1).mean(axis=-1)))  # E_b[W] = 1
+    top_share = {}
+    for name, est in estimates.items():  # how much of the squared error the worst 5 logs carry
+        sq = np.sort((est - truth) ** 2)[::-1]
+        top_share[name] = sq[:5].sum() / sq.sum()
 second_moment = np.sum(visit_target**2 / behavior, axis=1)  # E_b[rho^2] for each kind
 ess_theory = np.array([1 / float(visitor_mix @ second_moment**h) for h in horizons])  # 1 / E_b[W^2]
 rel_rmse = {name: np.array(v) for name, v in rel_rmse.items()}
@@ -592,8 +618,12 @@ for title, table in (("rmse / true value", rel_rmse), ("median |error| / true va
         print(f"  {name:32s}" + "".join(f"{v:7.3f}" for v in table[name]))
 print(f"{'full-trajectory ESS / n':34s}" + "".join(f"{v:7.3f}" for v in ess_fraction))
 print(f"{'  1 / E_b[W^2]':34s}" + "".join(f"{v:7.0e}" if v < 1e-3 else f"{v:7.3f}" for v in ess_theory))
+print(f"{'  median of a log mean weight':34s}" + "".join(f"{v:7.3f}" for v in mean_weight))
 print(f"{'per-decision IS: bias / s.e.':34s}" + "".join(f"{v:+7.1f}" for v in z_pd))
 print(f"{'weighted PD: bias / s.e.':34s}" + "".join(f"{v:+7.1f}" for v in z_wpd))
+print("at T = 100, share of the squared error carried by the worst 5 of 200 logs:")
+for name in names:
+    print(f"  {name:32s} {top_share[name]:.0%}")
 
 # %%
 naive, full_is, full_w, pdis, wpdis = (rel_rmse[name] for name in names)
@@ -602,7 +632,11 @@ assert full_is[-1] > 5 * full_is[0]  # full-trajectory IS: the error grows with 
 assert np.all(pdis_m[2:] < full_m[2:])  # per-decision: smaller typical error from T = 5 on
 assert np.all(wpdis[1:] < np.minimum.reduce([pdis, full_is, full_w])[1:])  # weighted PD: best
 assert np.all(wpdis_m[1:] < np.minimum.reduce([pdis_m, full_m, full_wm])[1:])
-assert wpdis[-1] < naive[-1] < min(full_is[-1], pdis[-1])  # at T = 100, only weighted PD beats no weights
+assert naive[-1] < min(full_is[-1], pdis[-1]) and naive_m[-1] < min(full_m[-1], pdis_m[-1])
+assert wpdis[-1] < 0.75 * naive[-1] and wpdis_m[-1] < 0.75 * naive_m[-1]
+assert np.all((0.3 < pdis_m[-2:] / full_m[-2:]) & (pdis_m[-2:] / full_m[-2:] < 0.7))  # about half
+assert top_share["full-trajectory IS"] > 0.5 > top_share["weighted per-decision IS"]
+assert mean_weight[-1] < 0.7  # a typical log misses the big weights: its mean weight is far below 1
 assert np.all(np.abs(z_pd[:5]) < 4)  # per-decision IS: unbiased (checked where its tails are mild)
 assert z_wpd[-1] < -4  # weighted per-decision IS: biased at T = 100 (low, here)
 assert ess_fraction[-1] < 0.1 < 0.8 < ess_fraction[0] and ess_fraction[-1] > ess_theory[-1]
@@ -630,14 +664,17 @@ plt.show()
 # Full-trajectory IS multiplies all $T$ ratios onto every click of the visit, and its error grows
 # with the horizon, as its ESS shrinks. The measured ESS stays above $1/\mathbb{E}_b[W^2]$ at long
 # horizons because the rare huge weights that make the true variance so large are rarely drawn in
-# 100 visits: a small sample hides how bad its weights are, and its RMSE over 200 logs is
-# decided by a handful of them (the left panel's long-horizon points would move if you re-ran
-# with another seed; the medians on the right would not). Per-decision IS weights each click only
-# by the views up to it: its typical error is about half of full-trajectory IS's at long
-# horizons, and it stays unbiased. Weighted per-decision IS is the most accurate at every horizon
-# here, by both measures, but its bias is no longer negligible at $T = 100$. Ignoring the weights
-# has a fixed error, the gap between the two policies' values; at $T = 100$ only the weighted
-# per-decision estimator still beats it. For longer horizons or policies further apart,
+# 100 visits: a typical log's weights average far below their expectation of 1 (the "median of a
+# log mean weight" row), so a small sample even hides how bad its weights are. The RMSE over
+# 200 logs is then decided by the few logs that did draw one (the printed shares): read the
+# long-horizon RMSE points on the left as rough, the medians on the right as the typical error.
+# Per-decision IS weights each click only by the views up to it: its typical error is about half
+# of full-trajectory IS's at long horizons, and it stays unbiased. Weighted per-decision IS is
+# the most accurate from $T = 2$ on, by both measures (at $T = 1$ the two weighted estimators are
+# the same), but its bias is no longer negligible at $T = 100$. Ignoring the weights has a fixed
+# relative error, the gap between the two policies' values; at $T = 100$ both ordinary estimators
+# do worse than that, and only weighted per-decision IS beats it clearly. For longer horizons or
+# policies further apart,
 # off-policy RL uses a model (the doubly robust idea applied step by step; Jiang & Li, 2016),
 # truncated traces (Retrace, V-trace), or, as PPO does, stays close to the data's policy and clips
 # the one-step ratio.
@@ -658,8 +695,9 @@ plt.show()
 #
 # A small simulation of the mechanism: a bigram language model over 64 tokens whose logits have
 # the size a real model's have (around 20). The trainer computes the softmax in float64 from
-# float32 logits; the sampler rounds the same logits to bfloat16 (8 significant bits) first. That
-# is one source of disagreement among several in real systems, and a mild one.
+# float32 logits; the sampler rounds the same logits to bfloat16 (8 significant bits) first. Real
+# systems disagree for more reasons (kernels, reduction order and precision inside every layer);
+# here rounding is the only one.
 
 # %%
 def to_bfloat16(x):
@@ -691,6 +729,7 @@ prev, nxt = tokens[:, :-1], tokens[:, 1:]
 token_log_ratio = trainer_logp[prev, nxt] - sampler_logp[prev, nxt]  # log pi - log mu per token
 print(f"per-token ratio pi/mu: median |log ratio| {np.median(np.abs(token_log_ratio)):.4f}, "
       f"range [{np.exp(token_log_ratio.min()):.3f}, {np.exp(token_log_ratio.max()):.3f}]")
+print(f"KL(mu || pi) per token, estimated as the mean of log mu - log pi: {-token_log_ratio.mean():.5f} nats")
 cap = 2.0
 lengths = [16, 64, 256, 1024]
 llm_rows = []
@@ -732,11 +771,12 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Per token, the two engines agree to within the printed range, and the per-token KL between
-# them is tiny. But a sequence's weight is a product over its tokens, the long-horizon problem of
-# the previous section: over 1024 tokens the ESS falls to the fraction printed, and a sequence-level
-# cap of 2 drops the printed share of the probability mass, an underestimate of every positive
-# reward by that share, exactly as in the truncation sweep. A token-level cap of 2 does nothing
+# Per token, the two engines agree to within the printed range, and the KL between them is a
+# few ten-thousandths of a nat. But a sequence's weight is a product over its tokens, the
+# long-horizon problem of the previous section: over 1024 tokens the ESS falls to the fraction
+# printed, and a sequence-level cap of 2 drops the printed share of the probability mass. For a
+# reward that does not depend on the weight, the truncated estimate is low by exactly that share:
+# the truncation sweep's lesson again. A token-level cap of 2 does nothing
 # here, because no single token's ratio comes near it; it bites on the rare tokens where the two
 # engines disagree wildly, which Yao, Liu et al. report in real systems (tokens whose probability
 # differs by up to 1 between engines). Which level and which cap is right depends on how large

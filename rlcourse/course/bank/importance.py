@@ -503,6 +503,8 @@ def _spd_explain(case, got, expected):
         w = pi[rows, articles] / prop
         return np.mean(np.sum(pi * q, axis=1) + w * (clicks - q[rows, articles]))
 
+    if temp != 1 and np.isclose(got, dr_with(_softmax(scores)[kinds])):
+        return "you ignored the temperature: softmax(scores / temperature)"
     if np.isclose(got, dr_with(_softmax(scores * temp)[kinds])):
         return "the temperature divides the scores: softmax(scores / temperature)"
     if np.isclose(got, dr_with((_softmax(scores.T / temp).T)[kinds])):
