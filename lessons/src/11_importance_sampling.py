@@ -502,8 +502,9 @@ assert np.allclose(dr_in, dm_in)
 # 2000 logs of 50 visits. Both estimators' limits as $n \to \infty$ can be computed exactly:
 # the ordinary one tends to $\mathbb{E}_b[\min(w, c)\,r] = V^\pi - \mathbb{E}_b[(w - c)_+\, r]$,
 # the truth minus the reward carried by the part of each weight above $c$; the weighted one
-# tends to $\mathbb{E}_b[\min(w, c)\,r] / \mathbb{E}_b[\min(w, c)]$, the value of yet another
-# policy (the behaviour itself once $c$ is below every weight).
+# tends to $\mathbb{E}_b[\min(w, c)\,r] / \mathbb{E}_b[\min(w, c)]$, the mean click under yet
+# another distribution of (kind, article) pairs, proportional to $p(x)\min(\pi(a|x), c\,b(a|x))$:
+# not the target's, and the behaviour's once $c$ is below every weight.
 
 # %%
 repeats, n = 2000, 50
@@ -537,6 +538,8 @@ behaviour_gap_to_truth = policy_value(behavior) - true_value
 assert exact_o[0] < behaviour_gap_to_truth  # a tight cap lands below even the behaviour's own value
 assert rmse_o.min() < rmse_o[-1]  # at n = 50 some cap still pays in mean squared error
 exact_w = np.array([row[1] for row in sweep["weighted"]])
+for name in sweep:  # in exchange, both spread less the tighter the cap
+    assert np.all(np.diff([row[2] for row in sweep[name]]) > 0), name
 assert np.all(np.abs(exact_w[:-1]) < np.abs(exact_o[:-1]))  # renormalising loses less
 negative_clicks = -click_rate  # the same cap on negative rewards: the estimate comes out too HIGH
 capped = np.minimum(target, 1.0 * behavior)
@@ -691,7 +694,8 @@ plt.show()
 # sampling (TIS) between the two. verl (`algorithm.rollout_correction.rollout_is`, token or
 # sequence level, capped at `rollout_is_threshold`) and TRL's GRPO trainer
 # (`vllm_importance_sampling_correction`, with modes `token_truncate`, `token_mask`,
-# `sequence_truncate`, `sequence_mask` and a cap `vllm_importance_sampling_cap`) now do it.
+# `sequence_truncate`, `sequence_mask` and a cap `vllm_importance_sampling_cap`) offer it; in the
+# TRL version we read, GRPO applies it by default whenever it samples with vLLM.
 #
 # A small simulation of the mechanism: a bigram language model over 64 tokens whose logits have
 # the size a real model's have (around 20). The trainer computes the softmax in float64 from
@@ -758,7 +762,7 @@ ax1.set_yscale("log")
 ax1.set_xlabel("log importance weight, $\\log\\pi - \\log\\mu$")
 ax1.set_ylabel("density (log scale)")
 ax1.set_title("Tiny per token, wide per sequence")
-ax1.legend(fontsize=9, loc="upper left")
+ax1.legend(fontsize=9, loc="upper right")
 ax2.semilogx(lengths, ess_llm, "o-", label="ESS / n")
 ax2.semilogx(lengths, [row[2] for row in llm_rows], "s--", label="mass dropped by min(w, 2)")
 ax2.set_xticks(lengths, [str(x) for x in lengths])
@@ -775,7 +779,8 @@ plt.show()
 # few ten-thousandths of a nat. But a sequence's weight is a product over its tokens, the
 # long-horizon problem of the previous section: over 1024 tokens the ESS falls to the fraction
 # printed, and a sequence-level cap of 2 drops the printed share of the probability mass. For a
-# reward that does not depend on the weight, the truncated estimate is low by exactly that share:
+# reward that does not depend on the weight, the truncated estimate is low by exactly that share
+# in expectation:
 # the truncation sweep's lesson again. A token-level cap of 2 does nothing
 # here, because no single token's ratio comes near it; it bites on the rare tokens where the two
 # engines disagree wildly, which Yao, Liu et al. report in real systems (tokens whose probability
