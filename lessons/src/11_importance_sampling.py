@@ -631,18 +631,19 @@ for name in names:
 # %%
 naive, full_is, full_w, pdis, wpdis = (rel_rmse[name] for name in names)
 naive_m, full_m, full_wm, pdis_m, wpdis_m = (rel_median[name] for name in names)
-assert full_is[-1] > 5 * full_is[0]  # full-trajectory IS: the error grows with the horizon
+assert full_m[-1] > 3 * full_m[0]  # full-trajectory IS: the typical error grows with the horizon
 assert np.all(pdis_m[2:] < full_m[2:])  # per-decision: smaller typical error from T = 5 on
-assert np.all(wpdis[1:] < np.minimum.reduce([pdis, full_is, full_w])[1:])  # weighted PD: best
-assert np.all(wpdis_m[1:] < np.minimum.reduce([pdis_m, full_m, full_wm])[1:])
-assert naive[-1] < min(full_is[-1], pdis[-1]) and naive_m[-1] < min(full_m[-1], pdis_m[-1])
-assert wpdis[-1] < 0.75 * naive[-1] and wpdis_m[-1] < 0.75 * naive_m[-1]
 assert np.all((0.3 < pdis_m[-2:] / full_m[-2:]) & (pdis_m[-2:] / full_m[-2:] < 0.7))  # about half
-assert top_share["full-trajectory IS"] > 0.5 > top_share["weighted per-decision IS"]
-assert mean_weight[-1] < 0.7  # a typical log misses the big weights: its mean weight is far below 1
+assert np.all(wpdis[1:] < np.minimum(pdis, full_is)[1:]) and np.all(wpdis_m[1:] < np.minimum(pdis_m, full_m)[1:])
+assert np.all(wpdis[3:] < full_w[3:]) and np.all(wpdis_m[3:] < full_wm[3:])  # best of all from T = 10
+assert naive_m[-1] < min(full_m[-1], pdis_m[-1])  # at T = 100 the ordinary ones lose to no weights
+assert wpdis[-1] < 0.75 * naive[-1] and wpdis_m[-1] < 0.75 * naive_m[-1]
 assert np.all(np.abs(z_pd[:5]) < 4)  # per-decision IS: unbiased (checked where its tails are mild)
 assert z_wpd[-1] < -4  # weighted per-decision IS: biased at T = 100 (low, here)
 assert ess_fraction[-1] < 0.1 < 0.8 < ess_fraction[0] and ess_fraction[-1] > ess_theory[-1]
+no_weights_share = top_share["log mean (no weights)"]
+assert min(top_share["full-trajectory IS"], top_share["per-decision IS"]) > 5 * no_weights_share
+assert mean_weight[-1] < 0.7  # a typical log misses the big weights: its mean weight is far below 1
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5), dpi=100)
@@ -669,14 +670,20 @@ plt.show()
 # horizons because the rare huge weights that make the true variance so large are rarely drawn in
 # 100 visits: a typical log's weights average far below their expectation of 1 (the "median of a
 # log mean weight" row), so a small sample even hides how bad its weights are. The RMSE over
-# 200 logs is then decided by the few logs that did draw one (the printed shares): read the
-# long-horizon RMSE points on the left as rough, the medians on the right as the typical error.
+# 200 logs then rests on the few logs that did draw one: for the ordinary estimators the worst
+# 5 logs carry many times the share of the squared error that they carry for the log mean. Read
+# the long-horizon RMSE points on the left as rough, the medians on the right as the typical
+# error.
 # Per-decision IS weights each click only by the views up to it: its typical error is about half
-# of full-trajectory IS's at long horizons, and it stays unbiased. Weighted per-decision IS is
-# the most accurate from $T = 2$ on, by both measures (at $T = 1$ the two weighted estimators are
-# the same), but its bias is no longer negligible at $T = 100$. Ignoring the weights has a fixed
-# relative error, the gap between the two policies' values; at $T = 100$ both ordinary estimators
-# do worse than that, and only weighted per-decision IS beats it clearly. For longer horizons or
+# of full-trajectory IS's at long horizons. It is unbiased, and its average over the 200 logs
+# stays within a few standard errors of the truth up to $T = 20$; beyond that, 200 logs rarely
+# hold the huge weights that balance the many small ones, and the average can come out low.
+# Weighted per-decision IS beats both ordinary estimators from $T = 2$ on and is the most
+# accurate of all from $T = 10$ on, by both measures (at short horizons it ties with weighted
+# full-trajectory IS, and at $T = 1$ the two are the same estimator), but its bias is no longer
+# negligible at $T = 100$. Ignoring the weights has a fixed relative error, the gap between the
+# two policies' values; at $T = 100$ both ordinary estimators typically do worse than that, and
+# weighted per-decision IS beats it clearly. For longer horizons or
 # policies further apart,
 # off-policy RL uses a model (the doubly robust idea applied step by step; Jiang & Li, 2016),
 # truncated traces (Retrace, V-trace), or, as PPO does, stays close to the data's policy and clips
