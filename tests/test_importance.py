@@ -1,5 +1,7 @@
 """Importance sampling: weights, ordinary vs weighted estimates, effective sample size, support."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,281 @@ def test_trajectory_weight_products_explode_with_the_horizon():
         # the product's mean stays 1 in expectation, but its spread grows as (E[w^2])^T
         ess.append(rc.effective_sample_size(w))
     assert ess[0] > 900 and ess[2] < ess[1] < ess[0] and ess[2] < 300
+
+
+# ---------------------------------------------------------------- the effective sample size
+
+def test_effective_sample_size_is_scale_free():
+    # the naive (sum w)^2 / sum w^2 is NaN on both: the squares overflow, or underflow to 0
+    assert rc.effective_sample_size([2.0**600, 0.0, 1.0]) == pytest.approx(1.0)
+    assert rc.effective_sample_size([1e-200, 1e-200]) == pytest.approx(2.0)
+    assert rc.effective_sample_size([1e308, 1e308, 1e308]) == pytest.approx(3.0)
+    rng = np.random.default_rng(3)
+    w = rng.exponential(size=200)
+    ess = rc.effective_sample_size(w)
+    assert ess == pytest.approx(w.sum() ** 2 / np.sum(w**2))
+    for scale in (1e-300, 1e-10, 1e10, 1e300):
+        assert rc.effective_sample_size(w * scale) == pytest.approx(ess, rel=1e-12)
+    assert rc.effective_sample_size(w.astype(np.float32)) == pytest.approx(ess, rel=1e-6)
+    assert 1.0 <= ess <= len(w)
+
+
+def test_effective_sample_size_rejects_bad_weights():
+    with pytest.raises(ValueError, match="every weight is 0"):
+        rc.effective_sample_size([0.0, 0.0])
+    with pytest.raises(ValueError, match="at least one"):
+        rc.effective_sample_size(np.zeros(0))
+    with pytest.raises(ValueError, match=">= 0"):
+        rc.effective_sample_size([1.0, -0.5])
+    with pytest.raises(ValueError, match="finite"):
+        rc.effective_sample_size([1.0, np.inf])
+
+
+# ---------------------------------------------------------------- truncated weights
+
+def test_truncated_ordinary_estimate_underestimates_by_the_clipped_mass():
+    target, behavior = np.array([0.7, 0.2, 0.1]), np.array([0.2, 0.3, 0.5])
+    reward = np.array([1.0, 0.5, 2.0])  # non-negative returns
+    true = float(target @ reward)
+    w = target / behavior  # 3.5, 0.67, 0.2
+    for clip in (0.5, 1.0, 2.0, 3.0):
+        clipped = rc.importance_weights(target, behavior, np.arange(3), clip=clip)
+        expectation = float(behavior @ (clipped * reward))  # exact E_b[min(w, c) G]
+        lost = float(behavior @ (np.maximum(w - clip, 0) * reward))
+        assert expectation == pytest.approx(true - lost)
+        assert expectation < true
+        # the weighted estimate renormalises: its limit is the value of the policy
+        # proportional to min(pi, clip * b), which is b itself once clip is below every weight
+        weighted_limit = expectation / float(behavior @ clipped)
+        capped = np.minimum(target, clip * behavior)
+        assert weighted_limit == pytest.approx(float(capped @ reward) / capped.sum())
+    small = rc.importance_weights(target, behavior, np.arange(3), clip=0.1)
+    assert float(behavior @ (small * reward)) / float(behavior @ small) == pytest.approx(behavior @ reward)
+    assert float(behavior @ (rc.importance_weights(target, behavior, np.arange(3), clip=4.0) * reward)) \
+        == pytest.approx(true)
+
+
+# ---------------------------------------------------------------- per-decision IS
+
+def _pd_by_loops(rewards, ratios, gamma):
+    n, T = rewards.shape
+    ordinary = 0.0
+    for i in range(n):
+        for t in range(T):
+            ordinary += gamma**t * np.prod(ratios[i, : t + 1]) * rewards[i, t]
+    weighted = 0.0
+    for t in range(T):
+        w = np.array([np.prod(ratios[i, : t + 1]) for i in range(n)])
+        weighted += gamma**t * np.sum(w * rewards[:, t]) / np.sum(w)
+    return ordinary / n, weighted
+
+
+def test_per_decision_matches_its_definition_by_loops():
+    rng = np.random.default_rng(4)
+    rewards, ratios = rng.normal(size=(7, 5)), rng.exponential(size=(7, 5))
+    for gamma in (1.0, 0.9, 0.0):
+        got = rc.per_decision_estimate(rewards, ratios, gamma=gamma)
+        assert got == pytest.approx(_pd_by_loops(rewards, ratios, gamma))
+    # an episode that ended early: masked steps count as reward 0, ratio 1
+    mask = np.ones((7, 5), dtype=bool)
+    mask[2, 3:] = False
+    mask[5, 1:] = False
+    padded_r, padded_rho = np.where(mask, rewards, 0.0), np.where(mask, ratios, 1.0)
+    got = rc.per_decision_estimate(rewards * 1e3 * ~mask + rewards, ratios + 5.0 * ~mask, 0.9, mask=mask)
+    assert got == pytest.approx(_pd_by_loops(padded_r, padded_rho, 0.9))
+
+
+def test_per_decision_special_cases():
+    rng = np.random.default_rng(5)
+    rewards, ratios = rng.normal(size=(6, 4)), rng.exponential(size=(6, 4))
+    # on-policy data (every ratio 1): both are the mean discounted return
+    g = np.sum(0.9 ** np.arange(4) * rewards, axis=1).mean()
+    assert rc.per_decision_estimate(rewards, np.ones((6, 4)), 0.9) == pytest.approx((g, g))
+    # only the last reward nonzero: per-decision equals full-trajectory IS
+    last = np.zeros((6, 4))
+    last[:, -1] = rewards[:, -1]
+    full = rc.importance_estimate(rewards[:, -1], ratios.prod(axis=1))
+    pd = rc.per_decision_estimate(last, ratios)
+    assert pd.ordinary == pytest.approx(full.ordinary)
+    assert pd.weighted == pytest.approx(full.weighted)
+
+
+def _small_mdp():
+    """Two actions, three steps; the reward of a step depends on this and the previous action."""
+    behavior = np.array([0.6, 0.4])
+    target = np.array([0.2, 0.8])
+    mean_reward = np.array([[1.0, 0.2], [0.5, 2.0], [0.3, 1.0]])  # [previous action or start, action]
+    return behavior, target, mean_reward
+
+
+def _episode_rewards(actions, mean_reward):
+    prev = np.concatenate([[2], actions[:-1]])  # row 2 is the start
+    return mean_reward[prev, actions]
+
+
+def test_per_decision_is_unbiased_by_brute_force_enumeration():
+    behavior, target, mean_reward = _small_mdp()
+    T, gamma = 3, 0.8
+    true = 0.0
+    expected_pd = expected_full = 0.0
+    for seq in itertools.product(range(2), repeat=T):
+        a = np.array(seq)
+        r = _episode_rewards(a, mean_reward)
+        discounted = float(np.sum(gamma ** np.arange(T) * r))
+        true += np.prod(target[a]) * discounted
+        rho = target[a] / behavior[a]
+        prob_b = np.prod(behavior[a])
+        # n = 1: the estimate from this one episode (rewards replaced by their means: the
+        # estimators are linear in the rewards, so this is their expectation given the actions)
+        expected_pd += prob_b * rc.per_decision_estimate(r[None], rho[None], gamma).ordinary
+        expected_full += prob_b * np.prod(rho) * discounted
+    assert expected_pd == pytest.approx(true)
+    assert expected_full == pytest.approx(true)
+
+
+def test_per_decision_has_less_variance_than_full_trajectory_is_and_weighted_is_consistent():
+    behavior, target, mean_reward = _small_mdp()
+    rng = np.random.default_rng(6)
+    T, n = 3, 200_000
+    a = rng.choice(2, size=(n, T), p=behavior)
+    prev = np.concatenate([np.full((n, 1), 2), a[:, :-1]], axis=1)
+    r = mean_reward[prev, a] + rng.normal(size=(n, T))
+    rho = target[a] / behavior[a]
+    true = sum(np.prod(target[list(s)]) * _episode_rewards(np.array(s), mean_reward).sum()
+               for s in itertools.product(range(2), repeat=T))
+    pd_terms = np.sum(np.cumprod(rho, axis=1) * r, axis=1)
+    full_terms = rho.prod(axis=1) * r.sum(axis=1)
+    assert pd_terms.var() < full_terms.var()
+    est = rc.per_decision_estimate(r, rho)
+    assert est.ordinary == pytest.approx(true, abs=5 * pd_terms.std() / np.sqrt(n))
+    assert est.weighted == pytest.approx(true, abs=0.02)
+
+
+def test_per_decision_numerics_and_errors():
+    # products that underflow float64 (0.1**400): the weighted estimate normalises each step's
+    # weights in log space, so equal tiny weights still give the mean reward, not 0/0 = NaN
+    rng = np.random.default_rng(7)
+    rewards = rng.normal(size=(3, 400))
+    est = rc.per_decision_estimate(rewards, np.full((3, 400), 0.1))
+    assert est.weighted == pytest.approx(rewards.mean(axis=0).sum())
+    assert est.ordinary == pytest.approx(np.sum(0.1 ** np.arange(1, 401) * rewards.mean(axis=0)))
+    # products that overflow float64 (10**400): the ordinary estimate has no float64 value
+    with pytest.raises(ValueError, match="overflow"):
+        rc.per_decision_estimate(rewards, np.full((3, 400), 10.0))
+    with pytest.raises(ValueError, match="every episode has weight 0"):
+        rc.per_decision_estimate(np.ones((2, 3)), np.array([[1.0, 0.0, 1.0], [2.0, 0.0, 1.0]]))
+    with pytest.raises(ValueError, match="ratios: expected shape"):
+        rc.per_decision_estimate(np.ones((2, 3)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match=">= 0"):
+        rc.per_decision_estimate(np.ones((1, 2)), np.array([[1.0, -1.0]]))
+    with pytest.raises(ValueError, match="gamma"):
+        rc.per_decision_estimate(np.ones((1, 2)), np.ones((1, 2)), gamma=1.5)
+    with pytest.raises(ValueError, match=r"rewards: expected \[n, T\]"):
+        rc.per_decision_estimate(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="mask: expected shape"):
+        rc.per_decision_estimate(np.ones((2, 3)), np.ones((2, 3)), mask=np.ones((2, 2), bool))
+
+
+# ---------------------------------------------------------------- direct method and doubly robust
+
+def test_direct_method_and_doubly_robust_by_hand():
+    pi = np.array([[0.5, 0.5], [0.9, 0.1]])
+    q = np.array([[1.0, 0.0], [0.2, 0.6]])
+    assert rc.direct_method_estimate(pi, q) == pytest.approx((0.5 + (0.18 + 0.06)) / 2)
+    rewards, actions, p = np.array([1.0, 0.0]), np.array([1, 0]), np.array([0.25, 0.5])
+    # sample 0: v = 0.5, w = 0.5/0.25 = 2, residual 1 - 0 = 1  -> 2.5
+    # sample 1: v = 0.24, w = 0.9/0.5 = 1.8, residual 0 - 0.2 -> 0.24 - 0.36 = -0.12
+    assert rc.doubly_robust_estimate(rewards, actions, p, pi, q) == pytest.approx((2.5 - 0.12) / 2)
+    # with a perfect residual (q_hat equals the reward) the correction vanishes: DR = DM
+    q_exact = q.copy()
+    q_exact[0, 1], q_exact[1, 0] = 1.0, 0.0
+    assert rc.doubly_robust_estimate(rewards, actions, p, pi, q_exact) == \
+        pytest.approx(rc.direct_method_estimate(pi, q_exact))
+
+
+def _contextual_bandit():
+    p_x = np.array([0.6, 0.4])
+    click = np.array([[0.2, 0.7, 0.4], [0.5, 0.1, 0.9]])  # P(reward 1 | x, a)
+    behavior = np.array([[0.6, 0.2, 0.2], [0.3, 0.5, 0.2]])
+    target = np.array([[0.1, 0.6, 0.3], [0.2, 0.1, 0.7]])
+    return p_x, click, behavior, target
+
+
+def _exact_expectation(estimate):
+    """E[estimate] over one logged sample (x, a, r): the estimators are means of i.i.d. terms,
+    so this is their expectation for any n. ``estimate(x, a, r)`` gets one-sample arrays."""
+    p_x, click, behavior, _ = _contextual_bandit()
+    total = 0.0
+    for x, a, r in itertools.product(range(2), range(3), (0.0, 1.0)):
+        prob = p_x[x] * behavior[x, a] * (click[x, a] if r else 1 - click[x, a])
+        total += prob * estimate(np.array([x]), np.array([a]), np.array([r]))
+    return total
+
+
+def test_doubly_robust_is_unbiased_if_either_the_model_or_the_propensities_are_right():
+    p_x, click, behavior, target = _contextual_bandit()
+    true = float(p_x @ np.sum(target * click, axis=1))
+    wrong_model = np.array([[0.6, 0.2, 0.6], [0.6, 0.2, 0.6]])  # ignores the context
+    wrong_propensity = np.array([[0.45, 0.32, 0.23], [0.45, 0.32, 0.23]])  # likewise
+
+    def dr(model, propensity):
+        return lambda x, a, r: rc.doubly_robust_estimate(r, a, propensity[x, a], target[x], model[x])
+
+    def dm(model):
+        return lambda x, a, r: rc.direct_method_estimate(target[x], model[x])
+
+    def ips(propensity):
+        return lambda x, a, r: float(np.mean(target[x, a] / propensity[x, a] * r))
+
+    assert _exact_expectation(dr(click, behavior)) == pytest.approx(true)
+    assert _exact_expectation(dr(wrong_model, behavior)) == pytest.approx(true)  # propensities right
+    assert _exact_expectation(dr(click, wrong_propensity)) == pytest.approx(true)  # model right
+    assert abs(_exact_expectation(dr(wrong_model, wrong_propensity)) - true) > 0.01  # both wrong
+    assert _exact_expectation(dm(click)) == pytest.approx(true)
+    assert abs(_exact_expectation(dm(wrong_model)) - true) > 0.01
+    assert _exact_expectation(ips(behavior)) == pytest.approx(true)
+    assert abs(_exact_expectation(ips(wrong_propensity)) - true) > 0.01
+
+
+def test_doubly_robust_rejects_bad_input():
+    pi, q = np.array([[0.5, 0.5]]), np.array([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="propensities: expected probabilities in"):
+        rc.doubly_robust_estimate([1.0], [0], [0.0], pi, q)
+    with pytest.raises(ValueError, match="propensities: expected probabilities in"):
+        rc.doubly_robust_estimate([1.0], [0], [1.5], pi, q)
+    with pytest.raises(ValueError, match="actions: values must be < 2"):
+        rc.doubly_robust_estimate([1.0], [2], [0.5], pi, q)
+    with pytest.raises(ValueError, match="q_hat: expected shape"):
+        rc.doubly_robust_estimate([1.0], [0], [0.5], pi, np.ones((1, 3)))
+    with pytest.raises(ValueError, match="rewards: expected shape"):
+        rc.doubly_robust_estimate([1.0, 2.0], [0], [0.5], pi, q)
+    with pytest.raises(ValueError, match="sum to 1"):
+        rc.direct_method_estimate(np.array([[0.5, 0.6]]), q)
+    with pytest.raises(ValueError, match="finite"):
+        rc.direct_method_estimate(pi, np.array([[np.nan, 0.0]]))
+
+
+def test_leading_axes_are_independent_data_sets():
+    rng = np.random.default_rng(8)
+    R, n, T, A = 4, 6, 3, 3
+    g, w = rng.normal(size=(R, n)), rng.exponential(size=(R, n))
+    batch = rc.importance_estimate(g, w)
+    for i in range(R):
+        assert tuple(np.asarray(batch)[:, i]) == pytest.approx(tuple(rc.importance_estimate(g[i], w[i])))
+    assert rc.effective_sample_size(w) == pytest.approx([rc.effective_sample_size(x) for x in w])
+    rewards, ratios = rng.normal(size=(R, n, T)), rng.exponential(size=(R, n, T))
+    pd = rc.per_decision_estimate(rewards, ratios, 0.9)
+    for i in range(R):
+        one = rc.per_decision_estimate(rewards[i], ratios[i], 0.9)
+        assert (pd.ordinary[i], pd.weighted[i]) == pytest.approx(tuple(one))
+    pi, q = rng.dirichlet(np.ones(A), size=(R, n)), rng.random((R, n, A))
+    a, p, r = rng.integers(0, A, size=(R, n)), rng.uniform(0.1, 1, size=(R, n)), rng.random((R, n))
+    dm, dr = rc.direct_method_estimate(pi, q), rc.doubly_robust_estimate(r, a, p, pi, q)
+    assert dm.shape == dr.shape == (R,)
+    for i in range(R):
+        assert dm[i] == pytest.approx(rc.direct_method_estimate(pi[i], q[i]))
+        assert dr[i] == pytest.approx(rc.doubly_robust_estimate(r[i], a[i], p[i], pi[i], q[i]))
+    assert isinstance(rc.direct_method_estimate(pi[0], q[0]), float)
+    w[2] = 0.0
+    with pytest.raises(ValueError, match=r"every weight is 0 in data set \(2,\)"):
+        rc.effective_sample_size(w)

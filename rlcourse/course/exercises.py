@@ -37,6 +37,9 @@ def check(name: str, fn: Callable, verbose: bool = True) -> bool:
     cases = exercise.cases()
     passed = 0
     for case in cases:
+        if case.raises is not None:
+            passed += _check_refusal(exercise, case, fn, verbose)
+            continue
         expected = exercise.reference(*_copy(case.args), **_copy(case.kwargs))
         try:
             got = fn(*_copy(case.args), **_copy(case.kwargs))
@@ -61,6 +64,28 @@ def check(name: str, fn: Callable, verbose: bool = True) -> bool:
         summary += f". Hint: {exercise.hint}"
     _say(verbose, summary)
     return ok
+
+
+def _check_refusal(exercise: Exercise, case: Case, fn: Callable, verbose: bool) -> bool:
+    """A case whose input must be refused: passes only if ``fn`` raises ``case.raises``."""
+    wanted = case.raises.__name__
+    try:
+        got = fn(*_copy(case.args), **_copy(case.kwargs))
+    except NotImplementedError:
+        _say(verbose, f"  [todo] {case.label}: not implemented yet")
+        return False
+    except case.raises:
+        _say(verbose, f"  [pass] {case.label} (refused with {wanted})")
+        return True
+    except Exception as err:
+        _say(verbose, f"  [fail] {case.label}: raised {type(err).__name__}: {err}; this input "
+             f"must be refused with {wanted}")
+        return False
+    reason = exercise.explain(case, got, None) if exercise.explain else None
+    if not reason:
+        reason = f"returned a value; this input must be refused (raise {wanted})"
+    _say(verbose, f"  [fail] {case.label}: {reason}")
+    return False
 
 
 def _say(verbose: bool, text: str) -> None:

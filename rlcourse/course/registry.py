@@ -5,7 +5,8 @@ A lesson's exercise is registered once, in :mod:`rlcourse.course.bank`::
     register("discounted_returns", reference=rc.discounted_returns, cases=[...],
              explain=why_returns_differ)
 
-Each ``explain(case, got, expected)`` gives the reason for a mismatch in the lesson's own terms.
+Each ``explain(case, got, expected)`` gives the reason for a mismatch in the lesson's own terms
+(``expected`` is None for a case that must raise).
 Readers never call this module; they call :func:`rlcourse.course.exercises.check`.
 """
 
@@ -22,11 +23,16 @@ __all__ = ["Case", "Exercise", "register", "default_compare"]
 
 @dataclass(frozen=True)
 class Case:
-    """One input to grade on: ``fn(*args, **kwargs)`` against ``reference(*args, **kwargs)``."""
+    """One input to grade on: ``fn(*args, **kwargs)`` against ``reference(*args, **kwargs)``.
+
+    ``raises``: an exception type the input must be refused with (as the reference refuses it);
+    a function that returns a value instead fails the case.
+    """
 
     label: str
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    raises: type[BaseException] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""Exercises of lessons 11 (importance sampling) and 12 (reward models and RLHF)."""
+"""Exercises of lesson 12 (reward models and RLHF); lesson 11's are in ``importance``."""
 
 import numpy as np
 
-from ...core import importance
 from ...core.kl import kl_estimate, kl_penalized_rewards
 from ...core.tokens import sequence_log_prob
 from ..registry import Case, register
@@ -13,89 +12,6 @@ __all__: list[str] = []  # registers exercises on import; nothing to export
 def _probs(rng, shape):
     x = rng.random(shape) + 0.05
     return x / x.sum(axis=-1, keepdims=True)
-
-
-# ---------------------------------------------------------------- lesson 11
-
-def _ess_cases():
-    rng = np.random.default_rng(11)
-    return [
-        Case("equal weights: ESS = n", (np.ones(5),)),
-        Case("one weight carries everything", (np.array([0.0, 0.0, 3.0, 0.0]),)),
-        Case("random weights [50]", (rng.exponential(size=50),)),
-    ]
-
-
-def _ess_explain(case, got, expected):
-    w = case.args[0]
-    if np.isclose(got, np.sum(w**2) / np.sum(w) ** 2):
-        return "upside down: ESS = (sum w)^2 / sum w^2, which is n for equal weights"
-    if np.isclose(got, np.sum(w) ** 2 / np.sum(w**2) / len(w)):
-        return "you divided by n: the ESS is a count of samples, not a fraction"
-    return None
-
-
-register(
-    "effective_sample_size", importance.effective_sample_size, _ess_cases, explain=_ess_explain,
-    hint="(w.sum() ** 2) / (w ** 2).sum()",
-)
-
-
-def _iw_reference(target_probs, behavior_probs, actions):
-    return importance.importance_weights(target_probs, behavior_probs, actions)
-
-
-def _iw_cases():
-    rng = np.random.default_rng(12)
-    t, b = _probs(rng, (6, 3)), _probs(rng, (6, 3))
-    return [
-        Case("one shared row [3]",
-             (np.array([0.5, 0.3, 0.2]), np.array([0.25, 0.25, 0.5]), np.array([0, 1, 2, 2]))),
-        Case("one row per sample [6, 3]", (t, b, rng.integers(0, 3, size=6))),
-    ]
-
-
-def _iw_explain(case, got, expected):
-    t, b, a = (np.asarray(x) for x in case.args)
-    pick = (lambda p: p[a]) if t.ndim == 1 else (lambda p: np.take_along_axis(p, a[:, None], -1)[:, 0])
-    got = np.asarray(got, dtype=float)
-    if got.shape == expected.shape and np.allclose(got, pick(b) / pick(t)):
-        return "inverted: the weight is target / behaviour, pi(a) / b(a), not b(a) / pi(a)"
-    if got.shape == expected.shape and np.allclose(got, pick(t)):
-        return "you returned pi(a): divide by the probability b(a) with which the data was drawn"
-    return None
-
-
-register(
-    "importance_weights", _iw_reference, _iw_cases, explain=_iw_explain,
-    hint="pick each sample's action probability from both rows, then target / behaviour",
-)
-
-
-def _estimate_cases():
-    rng = np.random.default_rng(13)
-    return [
-        Case("three samples", (np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.0, 2.0]))),
-        Case("random [40]", (rng.normal(size=40), rng.exponential(size=40))),
-    ]
-
-
-def _estimate_explain(case, got, expected):
-    g, w = case.args
-    if not isinstance(got, tuple) or len(got) != 3:
-        return "return the triple (ordinary, weighted, ess)"
-    if np.isclose(got[0], np.sum(w * g) / np.sum(w)):
-        return "your 'ordinary' estimate is the weighted one: ordinary divides by n, not by sum(w)"
-    if np.isclose(got[1], np.mean(w * g)):
-        return "your 'weighted' estimate divides by n: it divides by the sum of the weights"
-    return None
-
-
-register(
-    "importance_estimate", lambda g, w: tuple(importance.importance_estimate(g, w)), _estimate_cases,
-    explain=_estimate_explain,
-    hint="ordinary = mean(w g); weighted = sum(w g) / sum(w); ess as before",
-)
 
 
 # ---------------------------------------------------------------- lesson 12
