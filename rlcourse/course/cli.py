@@ -220,6 +220,9 @@ def _cmd_start(args) -> int:
         command.append(str(first.resolve()))
     if args.no_browser:
         command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
+        command.append("--allow-root")
+        print("(running as root: Jupyter Lab is started with --allow-root)")
     print("opening Jupyter Lab (stop it with Ctrl-C) ...", flush=True)
     try:
         return subprocess.call(command)
