@@ -98,6 +98,21 @@ def ng_not_restored(f, x, eps=1e-6):
     return g
 
 
+def ng_float32(f, x, eps=1e-6):
+    x = np.array(x, dtype=np.float32)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step.flat[i] = eps
+        g.flat[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return g
+
+
+def ng_all_at_once(f, x, eps=1e-6):
+    x = np.array(x, dtype=np.float64)
+    return np.full(x.shape, (f(x + eps) - f(x - eps)) / (2 * eps))
+
+
 def ng_flattened(f, x, eps=1e-6):
     shape = np.shape(x)
     return ng_central(lambda flat: f(flat.reshape(shape)), np.ravel(x), eps)
@@ -236,6 +251,10 @@ def adam_ignores_keywords(p, g, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):
     return _adam(p, g, m, v, t, lr, 0.9, 0.999, 1e-8)
 
 
+def adam_t_minus_one(p, g, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):
+    return _adam(p, g, m, v, t, lr, b1, b2, eps, t_shift=-1)
+
+
 def adam_params_only(p, g, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):
     return _adam(p, g, m, v, t, lr, b1, b2, eps)[0]
 
@@ -285,6 +304,10 @@ def mom_nesterov(params, grads, velocity, lr, beta=0.9):
 def mom_fixed_beta(params, grads, velocity, lr, beta=0.9):
     velocity = 0.9 * velocity + grads
     return params - lr * velocity, velocity
+
+
+def mom_old_velocity_returned(params, grads, velocity, lr, beta=0.9):
+    return params - lr * (beta * velocity + grads), velocity
 
 
 def mom_params_only(params, grads, velocity, lr, beta=0.9):
@@ -340,6 +363,11 @@ def cs_float_copy_silent(f, x, h=1e-20):
             z[np.unravel_index(i, x.shape)] += 1j * h  # ComplexWarning silenced: imag dropped
             g.flat[i] = np.imag(f(z)) / h
     return g
+
+
+def cs_all_at_once(f, x, h=1e-20):
+    x = np.asarray(x, dtype=np.float64)
+    return np.full(x.shape, np.imag(f(x + 1j * h)) / h)
 
 
 def cs_central(f, x, h=1e-20):
@@ -399,6 +427,8 @@ WRONG = [
     ("numerical_grad", ng_int_dtype, "x came in as integers"),
     ("numerical_grad", ng_not_restored, "x[i] is not restored"),
     ("numerical_grad", ng_flattened, "return the gradient shaped like x"),
+    ("numerical_grad", ng_float32, "a float32 result"),
+    ("numerical_grad", ng_all_at_once, "you moved all coordinates at once"),
     ("mse_grad", mg_no_two, "half the gradient"),
     ("mse_grad", mg_sum, "N times the gradient"),
     ("mse_grad", mg_sign, "wrong sign"),
@@ -425,6 +455,8 @@ WRONG = [
     ("adam_step", adam_swapped_betas, "b1 and b2 swapped"),
     ("adam_step", adam_ignores_keywords, "the keyword arguments b1, b2, eps were ignored"),
     ("adam_step", adam_params_only, "return the triple"),
+    ("adam_step", adam_t_minus_one, "the bias correction divided by zero"),
+    ("adam_step", adam_t_minus_one, "bias correction with t - 1"),
     ("adam_step", adam_wrong_step_only, "m and v are right but the parameter step is not"),
     ("sgd_momentum_step", mom_ema, "the (1 - beta) * g average is another convention"),
     ("sgd_momentum_step", mom_old_velocity, "the step used the old velocity"),
@@ -433,12 +465,14 @@ WRONG = [
     ("sgd_momentum_step", mom_lr_folded, "lr folded into the velocity"),
     ("sgd_momentum_step", mom_nesterov, "Nesterov's look-ahead step"),
     ("sgd_momentum_step", mom_fixed_beta, "beta passed as a keyword was ignored"),
+    ("sgd_momentum_step", mom_old_velocity_returned, "the velocity returned is the old one"),
     ("sgd_momentum_step", mom_params_only, "return the pair (new_params, new_velocity)"),
     ("complex_step_grad", cs_over_2h, "divide the imaginary part by h, not 2h"),
     ("complex_step_grad", cs_complex_result, "a complex result"),
     ("complex_step_grad", cs_float_copy, "perturb a complex copy"),
     ("complex_step_grad", cs_float_copy_silent, "the imaginary step was dropped"),
     ("complex_step_grad", cs_central, "that is a central finite difference"),
+    ("complex_step_grad", cs_all_at_once, "you moved all coordinates at once"),
     ("complex_step_grad", cs_big_h, "close but not exact"),
     ("hessian_vector_product", hvp_forward, "a forward difference of gradients"),
     ("hessian_vector_product", hvp_over_eps, "twice H v"),

@@ -3,7 +3,7 @@
 #
 # *Prerequisites:* none (Python and numpy; derivatives from calculus)
 # *Time:* 50 minutes
-# *You will build:* a central-difference gradient check, a loss's gradient by hand and through autodiff, and one Adam step, then fit a small network with them.
+# *You will build:* a central-difference gradient check, a loss's gradient by hand and through autodiff, and one Adam step; then the same pieces, from `rlcourse`, fit a small network.
 
 # %% [markdown]
 # This lesson has two halves. The first shows how the course works: the loop that every
@@ -51,9 +51,11 @@ rng = np.random.default_rng(SEED)
 #   agent (policy) ------------- action ------------> environment
 # ```
 #
-# Every environment in `rlcourse` has the same two calls: `env.reset(seed) -> obs` and
-# `env.step(actions) -> Step(obs, reward, terminated, truncated, final_obs)`, for `n` copies at
-# once (arrays with a first axis of size `n`). Here is CartPole, the task the deep-RL lessons
+# The environments with episodes in `rlcourse` (CartPole, the grid worlds) share two calls:
+# `env.reset(seed) -> obs` and `env.step(actions) -> Step(obs, reward, terminated, truncated,
+# final_obs)`, for `n` copies at once (arrays with a first axis of size `n`). (Lesson 01's bandit
+# has no states, so its `step` returns only rewards; lesson 15's tic-tac-toe is a two-player
+# game.) Here is CartPole, the task the deep-RL lessons
 # learn: a pole hinged on a cart. The observation is the cart's position $x$ and velocity, and
 # the pole's angle $\theta$ and angular velocity; action 0 pushes the cart left, 1 pushes it
 # right; every step earns reward 1; the episode terminates when the pole leans more than 12
@@ -83,7 +85,8 @@ assert np.all(np.abs(step.obs[0]) <= 0.05)             # ... and obs is already 
 # %% [markdown]
 # Read the last two lines of the table. On the step where the episode ends, `obs` is **already the
 # first observation of the next episode**: the environment resets itself in the same step, so
-# that `n` copies can run side by side without waiting for each other. The last observation of
+# that `n` copies can run side by side without waiting for each other (Gymnasium's vector
+# environments instead reset on the following call to `step`). The last observation of
 # the finished episode, the one where the pole is past 12 degrees, is in `final_obs`. Which of the
 # two you learn from matters: from a terminated episode there is no future to value; from a
 # truncated one there is, and it starts at `final_obs` (lessons 05 and 09 build on this).
@@ -115,9 +118,8 @@ assert means[0] < means[1] < means[2] == 500.0
 assert step.truncated[0] and not step.terminated[0] and length == 500
 
 # %% [markdown]
-# The third policy keeps the pole up until the time limit truncates every episode. Nobody gave
-# the agent that rule here: we wrote it. The course is about **learning** such a rule from the
-# rewards alone, from bandits (one state, lesson 01) to a neural network that learns CartPole
+# The third policy keeps the pole up until the time limit truncates every episode. Here we wrote
+# that rule ourselves. The course is about **learning** such a rule from the rewards alone, from bandits (one state, lesson 01) to a neural network that learns CartPole
 # (lessons 07-10) and a small language model that learns from a verifier (lesson 14).
 
 # %% [markdown]
@@ -179,8 +181,10 @@ assert not passed
 
 # %% [markdown]
 # The shortcut passes the CartPole-like case and fails the two others, and the check says why, in
-# the lesson's terms rather than "arrays differ". Checkers are built that way: for each step they
-# hold the cases that tell the usual wrong answers apart from the right one. The right answer:
+# the lesson's terms rather than "arrays differ". This lesson's checkers are built the same way:
+# their cases tell the usual wrong answers (a one-sided difference, a missing factor 2, a missing
+# bias correction, ...) apart from the right one, and each is named when it fails. The right
+# answer:
 
 # %%
 def sum_of_rewards(rewards):
@@ -191,7 +195,8 @@ assert rc.exercises.check("episode_return", sum_of_rewards)
 
 # %% [markdown]
 # `check` returns True only when every case passes. In a terminal, `rlcourse progress` runs your
-# notebooks and lists each exercise as pass, fail or todo. An instructor runs
+# notebooks and lists each exercise as pass, fail or todo (`rlcourse progress --only 00` for
+# this lesson alone). An instructor runs
 # `rlcourse grade DIR1 DIR2 ... --csv grades.csv` on the students' folders and gets the same
 # verdicts as a table and a CSV file, one row per student, lesson and exercise.
 
@@ -205,7 +210,7 @@ assert rc.exercises.check("episode_return", sum_of_rewards)
 # | `rc.some_function` | `rlcourse/` (read it with `inspect.getsource`) | the tested reference each lesson compares with |
 # | `rc.exercises.check("name", fn)` | `rlcourse/course/` | grades a function and says *why* it is wrong |
 # | cheat sheets | `cheatsheets/` (a copy sits in your workspace) | formulas, defaults, troubleshooting, one page each |
-# | `pytest` | `tests/`, and nbval over `lessons/` | checks the reference and every printed number |
+# | `pytest` | `tests/`, and nbval over `lessons/` | tests the reference, re-runs every lesson and compares its printed output |
 #
 # The cheat sheets, with their titles:
 
@@ -224,9 +229,10 @@ else:
 # %% [markdown]
 # ## The problem
 #
-# Deep RL trains networks: it needs the gradient of a loss with respect to every parameter. Most
-# courses reach for PyTorch here; this one stays in numpy, with a small automatic-differentiation
-# module you can read in one sitting. Why not derive gradients by hand? Take the loss of a linear
+# Deep RL trains networks: it needs the gradient of a loss with respect to every parameter.
+# PyTorch or JAX would compute it; this course stays in numpy, with its own small
+# automatic-differentiation module, plain numpy you can read. But why not derive gradients by
+# hand? Take the loss of a linear
 # model. Stack the $N$ inputs $x_i \in \mathbb{R}^3$ as the rows of a matrix $X$ ($N \times 3$),
 # the targets in $y$:
 #
@@ -252,6 +258,7 @@ def slipped_grads(w, b):  # the factor 2 is missing from both
 
 w0, b0 = np.zeros(3), 0.0
 print("slipped dL/dw at w = 0:", np.round(slipped_grads(w0, b0)[0], 4))
+print(f"loss at w = 0, b = 0: {linear_loss(w0, b0):.3f}")
 
 w, b = w0.copy(), b0
 for _ in range(20):
@@ -312,9 +319,9 @@ print(f"eps 10x smaller: the forward error shrinks {shrink_fwd:.0f}x, the centra
 assert 9 < shrink_fwd < 11 and 90 < shrink_cen < 110
 
 # %% [markdown]
-# Below $\epsilon \approx 10^{-4}$ rounding takes over. Its size depends on the last bits of
-# `np.exp` on your CPU, so the next cell's printed numbers are not compared by the course's tests;
-# the assertions after it are.
+# For smaller steps rounding starts to count, and its size depends on the last bits of `np.exp` on
+# your CPU, so the next cell's printed numbers are not compared by the course's tests; the
+# assertions after it are.
 
 # %% tags=["nbval-ignore-output"]
 best = {name: (epsilons[np.argmin(err)], err.min()) for name, err in sweep.items()}
@@ -338,16 +345,18 @@ central_best = sweep["central, float64"].min()
 forward_best = sweep["forward, float64"].min()
 float32_best = sweep["central, float32"].min()
 assert central_best < 1e-10 and forward_best > 1e-9       # central reaches what forward cannot
+assert central_best > 1e-12                                 # but not 12 digits
 assert float32_best > 1e-6                                  # float32 never gets close
 assert sweep["central, float64"][-1] > 100 * central_best  # too small an eps is worse again
-print("asserted: the best float64 central difference is below 1e-10, the best forward one above "
-      "1e-9, the best float32 one above 1e-6, and eps = 1e-12 is 100x worse than the best eps")
+print("asserted: the best float64 central difference is below 1e-10 (but above 1e-12), the best "
+      "forward one above 1e-9, the best float32 one above 1e-6, and eps = 1e-12 is 100x worse "
+      "than the best eps")
 
 # %% [markdown]
 # (Where the float32 curve sits at 1, `x + eps` rounded back to `x`: the difference was 0.)
-# So a gradient check uses central differences in float64, with $\epsilon$ near $10^{-6}$. It
-# needs two evaluations of the loss per parameter: far too slow to train a network with, but
-# perfect for testing.
+# So a gradient check uses central differences in float64, with $\epsilon$ between $10^{-6}$ and
+# $10^{-5}$. It needs two evaluations of the loss per parameter: too slow to train a network with
+# (a network has thousands of parameters), but good for testing.
 #
 # **Compute** gradients with reverse-mode automatic differentiation (autodiff). Run the loss once,
 # recording every operation on a *tape*. Each operation knows its local derivative as a
@@ -381,8 +390,8 @@ print(inspect.getsource(rc.core.autodiff._backward))
 #
 # **Step 1: a finite-difference gradient.** `my_numerical_grad(f, x, eps=1e-6)` returns the
 # central-difference estimate of the gradient of `f` (a function from an array to a number) at
-# `x`, an array of any shape; the result has `x`'s shape. You will use it to test every gradient
-# in the course.
+# `x`, an array of any shape; the result has `x`'s shape. It is the tool for testing any
+# gradient.
 
 # %% tags=["solution"]
 def my_numerical_grad(f, x, eps=1e-6):
@@ -413,7 +422,7 @@ assert np.allclose(ratio, 2.0, rtol=1e-6)
 # %% [markdown]
 # **Step 2: the gradient by hand, right.** `my_mse_grad(X, w, b, y)` returns the pair
 # $(\nabla_w L, \partial L / \partial b)$ of the mean squared error $L(w, b)$ above, for `X` of
-# shape `[N, d]`.
+# shape `[N, d]` ($N$ points, $d$ features).
 
 # %% tags=["solution"]
 def my_mse_grad(X, w, b, y):
@@ -527,7 +536,8 @@ print(f"every parameter array passes the gradient check (error below 1e-7); Adam
 # $\sin(3x)$ plus Gaussian noise of standard deviation 0.1, a 1-32-32-1 tanh network, Adam, 400
 # full-batch steps. This is the loop every deep-RL lesson repeats: a loss, `value_and_grad`, an
 # optimiser step. Three seeds (each a different initialisation and noise draw); the fit is then
-# measured against the true curve on 1001 points, most of them between the training points.
+# measured against the true curve on 1001 points, all but the two ends between the training
+# points.
 
 # %%
 NOISE = 0.1
@@ -551,16 +561,20 @@ for seed in range(3):
 
 final = np.array([r["losses"][-1] for r in runs])
 truth = np.array([r["truth"] for r in runs])
-print(f"noise variance (the best a fit can do on the noisy targets): {NOISE**2:.4f}")
+curve_itself = np.array([np.mean((np.sin(3 * x_fit) - r["y"]) ** 2) for r in runs])
+print(f"noise variance: {NOISE**2:.4f}; the true curve's own error on the noisy targets: "
+      f"median {np.median(curve_itself):.4f} (range {curve_itself.min():.4f}-{curve_itself.max():.4f})")
 print(f"training loss after 400 steps: median {np.median(final):.4f} (range {final.min():.4f}-{final.max():.4f})")
 print(f"error against sin(3x) on 1001 points: median {np.median(truth):.4f} (range {truth.min():.4f}-{truth.max():.4f})")
 assert np.all(final < 1.5 * NOISE**2) and np.all(final > 0.5 * NOISE**2)
-assert np.all(truth < 0.2 * NOISE**2)
+assert np.all(truth < NOISE**2)
 
 # %% [markdown]
 # On every seed the training loss ends near the noise variance, neither far above it (underfit)
-# nor far below it (the noise memorised), and the network is several times closer to $\sin(3x)$
-# than the noisy targets are.
+# nor far below it (the noise memorised), and the network's squared error against $\sin(3x)$,
+# on the dense grid between the training points, is below the noise variance: the network is closer to the
+# curve than the noisy targets are. (The asserted bounds are loose on purpose, so that they
+# hold for other seeds too, not just these three.)
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5), dpi=100)
@@ -586,9 +600,9 @@ plt.show()
 # | `TypeError: operand 'Tensor' does not support ufuncs` | a numpy function (`np.tanh`, `np.mean`) applied to traced parameters | use the `rc` version: `rc.tanh`, `rc.mean`, `rc.log_softmax` |
 # | `the function must return a scalar loss` | the loss is still an array | reduce it: `rc.mean(...)` or `rc.sum(...)` |
 # | a gradient that is exactly zero | the path from the parameters to the loss was cut (`rc.stop_gradient`, `.value`, a comparison) | keep that path in `rc` operations |
-# | a gradient check fails by 1e-3 or more in float32 | float32 rounding, magnified by 1/eps (the plot in "The idea") | check in float64: `dtype=np.float64` |
-# | a check passes and training still diverges | only one parameter array was checked | check every array, as "Check it" does |
-# | learning from `obs` after an episode ended | `obs` is already the next episode's start | the last observation is `final_obs` |
+# | a gradient check fails in float32 | float32 rounding, magnified by 1/eps: the float32 curve in "The idea" never comes near float64's | check in float64: `dtype=np.float64` |
+# | a bug in one layer goes unnoticed | only one parameter array was checked | check every array, as "Check it" does |
+# | the last state of an episode gets the value of a start state | learning from `obs` of the step that ended the episode: it already starts the next one | the last observation is `final_obs` |
 #
 # The first three, shown:
 
@@ -609,25 +623,30 @@ assert not np.any(cut["w"])
 # Each is new work: an optimiser, a derivative and a second derivative the lesson did not build.
 #
 # **1. Easy: SGD with momentum.** Plain gradient descent crawls along a long, narrow valley: the
-# steep direction limits the step size, and the shallow one then takes many steps. Here is the
-# reference `rc.SGD` on $f(w) = (w_1^2 + 100\, w_2^2)/2$, counting the steps to get within
-# $10^{-3}$ of the minimum:
+# steep direction limits the step size (past lr = 2/curvature it diverges), and the shallow one
+# then takes many steps. Here is the reference `rc.SGD` on $f(w) = (w_1^2 + 100\, w_2^2)/2$
+# (curvatures 1 and 100), counting the steps to get within $10^{-3}$ of the minimum:
 
 # %%
 def steps_to_minimum(optimiser, limit=5000):
+    """Steps until |w| < 1e-3 from w = (1, 1); None if |w| grows past 1e3 (diverged)."""
     w = {"w": np.array([1.0, 1.0])}
     state = optimiser.init(w)
     for k in range(1, limit + 1):
         w, state = optimiser.step(w, {"w": w["w"] * np.array([1.0, 100.0])}, state)
         if np.linalg.norm(w["w"]) < 1e-3:
             return k
+        if np.linalg.norm(w["w"]) > 1e3:
+            return None
     return limit
 
 
 plain = steps_to_minimum(rc.SGD(lr=0.015))
+too_big = steps_to_minimum(rc.SGD(lr=0.021))  # above 2/100
 heavy = steps_to_minimum(rc.SGD(lr=0.015, momentum=0.9))
-print(f"steps to |w| < 1e-3: plain SGD {plain}, SGD with momentum 0.9 {heavy}")
-assert heavy < plain / 3
+print(f"steps to |w| < 1e-3: plain SGD {plain}, SGD with momentum 0.9 {heavy}; "
+      f"plain SGD with lr 0.021: {'diverges' if too_big is None else too_big}")
+assert too_big is None and heavy < plain / 3
 
 # %% [markdown]
 # Write `sgd_momentum_step(params, grads, velocity, lr, beta=0.9)` returning
@@ -684,9 +703,10 @@ why_error_floor = "B"
 assert rc.exercises.check("why_error_floor", why_error_floor)
 
 # %% [markdown]
-# **3. Hard: a Hessian-vector product.** Second-order methods (Newton steps, the natural gradient
-# of TRPO) need the Hessian $H$ of a loss times a vector $v$, never $H$ itself: for a network $H$
-# has (number of parameters)$^2$ entries. $Hv$ is the derivative of the gradient along $v$, so
+# **3. Hard: a Hessian-vector product.** A network's Hessian $H$ has (number of
+# parameters)$^2$ entries, too many to form, but second-order methods can work with products $Hv$
+# alone: conjugate gradient solves $Hx = g$ that way, and TRPO's natural-gradient step does it
+# with the Hessian of a KL divergence. $Hv$ is the derivative of the gradient along $v$, so
 # central differences of two autodiff gradients give it. Write
 # `hessian_vector_product(loss, w, v, eps=1e-5)` for a traced `loss` of a 1-D array `w`
 # (`rc.grad(loss)` gives its gradient function). The check compares with the exact $Hv$ of each

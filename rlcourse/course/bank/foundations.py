@@ -165,8 +165,15 @@ def _numerical_grad_explain(case, got, expected):
                                   and np.allclose(arr, np.round(arr))):
         return ("integer results: x came in as integers, so x + eps (or np.zeros_like(x)) rounds "
                 "back to integers. Convert x to float64 first: np.array(x, dtype=np.float64)")
+    if arr.dtype == np.float32:
+        return ("a float32 result: float32 rounding, divided by 2*eps, swamps the derivative; "
+                "compute in float64")
     if _matches(got, 2 * expected):
         return "twice the gradient: a central difference divides by 2*eps, not eps"
+    xf = np.asarray(x, dtype=float)
+    if _matches(got, np.full(xf.shape, (f(xf + eps) - f(xf - eps)) / (2 * eps))):
+        return ("every entry is the same number: you moved all coordinates at once; move one "
+                "coordinate at a time (x + eps * e_i)")
     if _matches(got, 0.5 * expected):
         return "half the gradient: divide f(x + eps) - f(x - eps) by 2*eps, not 4*eps"
     for sign, name in ((1, "forward"), (-1, "backward")):
@@ -381,6 +388,16 @@ def _adam_explain(case, got, expected):
                                        kw["eps"]).items():
         if all(_matches(g, w, rtol=1e-9) for g, w in zip(got, variant)):
             return why
+    b1, b2 = kw["b1"], kw["b2"]
+    if t == 1 and not np.all(np.isfinite(np.asarray(got[0], dtype=float))):
+        return ("inf or NaN at t = 1: the bias correction divided by zero; t counts from 1, so "
+                "divide by (1 - b**t), not (1 - b**(t - 1))")
+    if t > 1:
+        m1 = b1 * m + (1 - b1) * grads
+        v1 = b2 * v + (1 - b2) * grads**2
+        mh, vh = m1 / (1 - b1 ** (t - 1)), v1 / (1 - b2 ** (t - 1))
+        if _matches(got[0], params - lr * mh / (np.sqrt(vh) + kw["eps"]), rtol=1e-9):
+            return "bias correction with t - 1: t counts from 1, so divide by (1 - b**t)"
     if all(_matches(g, e) for g, e in zip(got[1:], expected[1:])):
         return "m and v are right but the parameter step is not: p - lr * m_hat / (sqrt(v_hat) + eps)"
     return None
@@ -434,6 +451,8 @@ def _momentum_explain(case, got, expected):
         "that is Nesterov's look-ahead step (params - lr * (g + beta * v_new)); this exercise "
         "asks for plain momentum": (params - lr * (grads + beta * v_new), v_new),
         "beta passed as a keyword was ignored": _momentum_reference(params, grads, velocity, lr),
+        "the velocity returned is the old one: return the updated velocity, the state of the "
+        "next step": (params - lr * v_new, velocity),
     }
     for why, variant in variants.items():
         if all(_matches(a, b, rtol=1e-9) for a, b in zip(got, variant)):
@@ -494,6 +513,10 @@ def _complex_step_explain(case, got, expected):
                 "(x.astype(complex)) before adding 1j * h; a float array discards it")
     if _matches(arr, expected / 2):
         return "half the derivative: divide the imaginary part by h, not 2h"
+    xf = np.asarray(x, dtype=float)
+    if _matches(arr, np.full(xf.shape, np.imag(f(xf + 1e-20j)) / 1e-20), rtol=1e-9):
+        return ("every entry is the same number: you moved all coordinates at once; step one "
+                "coordinate at a time, x + i h e_k")
     for eps in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
         if _matches(arr, ad.numerical_grad(lambda z: float(np.real(f(z))), x, eps=eps), rtol=1e-9):
             return ("that is a central finite difference (correct to about 10 digits); the "
@@ -528,7 +551,7 @@ _FLOOR_CHOICES = {
          "and leaves their rounding errors (about 1e-16 of f each), which dividing by 2 eps "
          "magnifies",
     "C": "float64 cannot represent numbers as small as 1e-8",
-    "D": "np.sin is only accurate to about 8 digits",
+    "D": "np.exp is only accurate to about 8 digits",
 }
 
 
@@ -548,7 +571,7 @@ def _why_floor_explain(case, got, expected):
     return {
         "A": "no: the truncation error shrinks like eps**2; it is what falls on the right of the plot",
         "C": "no: float64 represents numbers down to about 1e-308; x + eps is what loses digits",
-        "D": "no: np.sin is accurate to the last bit or so (about 1e-16 relative)",
+        "D": "no: np.exp is accurate to the last bit or so (about 1e-16 relative)",
     }.get(choice)
 
 
