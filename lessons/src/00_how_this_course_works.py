@@ -6,8 +6,8 @@
 # *You will build:* a central-difference gradient check, a loss's gradient by hand and through autodiff, and one Adam step; then the same pieces, from `rlcourse`, fit a small network.
 
 # %% [markdown]
-# This lesson has two halves. The first shows how the course works: the loop that every
-# reinforcement-learning (RL) method lives in, the map of the lessons, how you do the "Build it"
+# This lesson has two halves. The first shows how the course works: the loop that
+# reinforcement-learning (RL) methods live in, the map of the lessons, how you do the "Build it"
 # steps and the exercises and how they are graded, and where the cheat sheets are. The second
 # half is the one tool deep RL needs that numpy lacks: gradients. It already follows the template
 # every lesson uses: the problem, the idea, build it, check it, use it, pitfalls, exercises, key
@@ -34,15 +34,15 @@ SEED = 0
 rng = np.random.default_rng(SEED)
 
 # %% [markdown]
-# ## The loop every lesson runs
+# ## The agent-environment loop
 #
 # An **agent** acts in an **environment**. At each step it sees an **observation**, chooses an
 # **action**, and the environment answers with a **reward**, the next observation, and two flags:
 # **terminated** (the episode reached an end state: the pole fell, the goal was reached) and
 # **truncated** (a time limit cut the episode short). An **episode** runs from a reset to the step
 # where one of the flags is set; its **return** is the sum of its rewards. The agent's rule for
-# choosing actions is its **policy**, and RL is the search for a policy with a high return, from
-# the rewards alone.
+# choosing actions is its **policy**; RL searches for a policy with a high return, learning from
+# the rewards it receives.
 #
 # ```
 #          observation, reward, terminated, truncated
@@ -55,8 +55,7 @@ rng = np.random.default_rng(SEED)
 # `env.reset(seed) -> obs` and `env.step(actions) -> Step(obs, reward, terminated, truncated,
 # final_obs)`, for `n` copies at once (arrays with a first axis of size `n`). (Lesson 01's bandit
 # has no states, so its `step` returns only rewards; lesson 15's tic-tac-toe is a two-player
-# game.) Here is CartPole, the task the deep-RL lessons
-# learn: a pole hinged on a cart. The observation is the cart's position $x$ and velocity, and
+# game.) Here is CartPole, the task the deep-RL lessons learn: a pole hinged on a cart. The observation is the cart's position $x$ and velocity, and
 # the pole's angle $\theta$ and angular velocity; action 0 pushes the cart left, 1 pushes it
 # right; every step earns reward 1; the episode terminates when the pole leans more than 12
 # degrees or the cart leaves the track, and is truncated after 500 steps. A policy that always
@@ -119,8 +118,9 @@ assert step.truncated[0] and not step.terminated[0] and length == 500
 
 # %% [markdown]
 # The third policy keeps the pole up until the time limit truncates every episode. Here we wrote
-# that rule ourselves. The course is about **learning** such a rule from the rewards alone, from bandits (one state, lesson 01) to a neural network that learns CartPole
-# (lessons 07-10) and a small language model that learns from a verifier (lesson 14).
+# that rule ourselves. The course is about **learning** such rules from rewards, from bandits
+# (one state, lesson 01) to a neural network that learns CartPole (lessons 07-10) and a small
+# language model that learns from a verifier (lesson 14).
 
 # %% [markdown]
 # ## The course map
