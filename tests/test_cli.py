@@ -1,5 +1,7 @@
-"""The rlcourse command, the README's two commands and its course map, and .ci/run."""
+"""The rlcourse command, the README's two commands and its course map, and .ci/run; the
+student's workspace (rlcourse start), grading (rlcourse grade) and progress (rlcourse progress)."""
 
+import csv
 import json
 import re
 import subprocess
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlcourse.course.cli import course_map_markdown, main, stub_solution, student_copy
+from rlcourse.course.grading import graded_exercises, run_lesson
 from rlcourse.course.notebooks import find_lessons, lesson_info
 
 TOP = Path(__file__).resolve().parent.parent
@@ -21,8 +24,12 @@ def readme_commands():
 
 def test_readme_opens_with_the_run_and_the_test_command():
     run, test = readme_commands()[:2]
-    assert run.endswith("jupyter lab lessons/") and 'pip install -e ".[dev]"' in run
+    assert run == 'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && rlcourse start'
     assert test.endswith("&& pytest") and 'pip install -e ".[dev,gym]"' in test
+
+
+def test_the_default_workspace_is_ignored_by_git():
+    assert "my-rlcourse/" in (TOP / ".gitignore").read_text(encoding="utf-8").splitlines()
 
 
 def test_ci_runs_exactly_the_readme_test_command_and_ruff():
@@ -116,9 +123,169 @@ def test_readme_library_example_runs():
 
 def test_a_student_copy_runs_top_to_bottom_and_shows_todo(tmp_path):
     pytest.importorskip("nbclient")
-    student_copy(tmp_path, LESSONS)
+    student_copy(tmp_path, LESSONS, only=["00"])
     proc = subprocess.run([sys.executable, "-m", "rlcourse", "check", "00", "--lessons", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout
     nb = json.loads((tmp_path / "00_how_this_course_works.ipynb").read_text(encoding="utf-8"))
     assert not any("assert rc.exercises.check" in "".join(c["source"]) for c in nb["cells"])
+
+
+# ------------------------------------------------------------------ rlcourse start
+
+
+def test_start_creates_the_workspace_once_and_never_overwrites_it(tmp_path, capsys):
+    workspace = tmp_path / "my-rlcourse"
+    assert main(["start", str(workspace), "--no-lab", "--lessons", str(LESSONS)]) == 0
+    assert "created your workspace" in capsys.readouterr().out
+    names = [p.name for p in find_lessons(workspace)]
+    assert names == [p.name for p in find_lessons(LESSONS)]
+    assert sorted(p.name for p in (workspace / "cheatsheets").glob("*.md")) == \
+        sorted(p.name for p in (TOP / "cheatsheets").glob("*.md"))
+    first = json.loads((workspace / names[0]).read_text(encoding="utf-8"))
+    assert any("".join(c["source"]).startswith("# Exercise: write this.") for c in first["cells"])
+
+    # the student works: a notebook and a cheat sheet edited, a lesson deleted by mistake
+    edited = workspace / names[0]
+    edited.write_text(edited.read_text(encoding="utf-8").replace("raise NotImplementedError",
+                                                                 "return 0  # my work"))
+    (workspace / "cheatsheets" / "tabular.md").write_text("my notes\n")
+    (workspace / names[1]).unlink()
+    before = edited.read_text(encoding="utf-8")
+
+    assert main(["start", str(workspace), "--no-lab", "--lessons", str(LESSONS)]) == 0
+    out = capsys.readouterr().out
+    assert f"kept your {len(names) - 1} notebooks" in out and "added 1 new lesson" in out
+    assert edited.read_text(encoding="utf-8") == before
+    assert (workspace / "cheatsheets" / "tabular.md").read_text() == "my notes\n"
+    assert (workspace / names[1]).exists()
+
+
+def test_start_opens_jupyter_lab_in_the_workspace(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(subprocess, "call", lambda command: calls.append(command) or 0)
+    workspace = tmp_path / "ws"
+    assert main(["start", str(workspace), "--no-browser", "--lessons", str(LESSONS)]) == 0
+    (command,) = calls
+    assert command[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert f"--ServerApp.root_dir={workspace.resolve()}" in command and "--no-browser" in command
+    assert str((workspace / "00_how_this_course_works.ipynb").resolve()) in command
+
+
+# ------------------------------------------------------------------ grading
+
+
+def test_graded_exercises_are_the_checks_of_solution_cells():
+    """Lesson 00's worked example (episode_return, checked on functions the lesson writes) is
+    not graded; every Build-it step and exercise is."""
+    names = graded_exercises(LESSONS / "00_how_this_course_works.ipynb")
+    assert names == ["numerical_grad", "mse_grad", "mse_loss", "adam_step", "sgd_momentum_step",
+                     "complex_step_grad", "why_error_floor", "hessian_vector_product"]
+
+
+def _notebook(*cells):
+    """A notebook of (source, tags) code cells."""
+    return {"cells": [{"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source,
+                       "outputs": [], "execution_count": None} for source, tags in cells],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+
+
+def _write(folder, name, nb):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(nb), encoding="utf-8")
+
+
+SOLVED = "def my_return(rewards):\n    return float(sum(rewards))\n"
+CHECK = "import rlcourse as rc\nassert rc.exercises.check('episode_return', my_return)\n"
+
+
+def test_grade_reports_a_failing_lesson_and_a_timeout_and_keeps_going(tmp_path, capsys):
+    """Toy lessons: one clean, one whose later cell raises (what ran before still counts), one
+    that runs out of time (its unreached exercise fails), one missing from the student's copy;
+    a check of rlcourse's own function does not count as the student's work."""
+    pytest.importorskip("nbclient")
+    teacher = tmp_path / "teacher"
+    _write(teacher, "01_clean.ipynb", _notebook((SOLVED, ["solution"]), (CHECK, [])))
+    _write(teacher, "02_raises.ipynb", _notebook(
+        (SOLVED, ["solution"]), (CHECK, []), ("raise RuntimeError('planted failure')", []),
+        ("my_grad = None", ["solution"]),
+        ("assert rc.exercises.check('numerical_grad', my_grad)", [])))
+    _write(teacher, "03_slow.ipynb", _notebook(
+        ("import time\ntime.sleep(60)", []), (SOLVED, ["solution"]), (CHECK, [])))
+    _write(teacher, "04_gone.ipynb", _notebook((SOLVED, ["solution"]), (CHECK, [])))
+    _write(teacher, "05_reference.ipynb", _notebook(
+        ("import rlcourse as rc\nmy_grad = rc.numerical_grad", ["solution"]),
+        ("assert rc.exercises.check('numerical_grad', my_grad)", [])))
+    student = tmp_path / "ada"
+    for path in find_lessons(teacher):
+        if path.name != "04_gone.ipynb":
+            _write(student, path.name, json.loads(path.read_text()))
+
+    table = tmp_path / "grades.csv"
+    code = main(["grade", str(student), "--lessons", str(teacher), "--timeout", "4",
+                 "--csv", str(table)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = list(csv.DictReader(table.open()))
+    passed = {(r["lesson"], r["exercise"]): r["passed"] for r in rows}
+    assert passed == {("01_clean", "episode_return"): "1", ("02_raises", "episode_return"): "1",
+                      ("02_raises", "numerical_grad"): "0", ("03_slow", "episode_return"): "0",
+                      ("04_gone", "episode_return"): "0", ("05_reference", "numerical_grad"): "0"}
+    assert re.search(r"^ada\s+1/1\s+1/2\s+0/1\s+0/1\s+0/1\s+2/6$", out, re.M), out
+    # the teacher's edition asserts its checks, so the unwritten my_grad raises too
+    assert "ada 02_raises: error (2 cell(s) raised; first: cell 2: RuntimeError: planted failure)" in out
+    assert "ada 03_slow: timeout (stopped after 4 s)" in out
+    assert "ada 04_gone: missing" in out
+
+
+def test_progress_lists_each_exercise_for_the_student(tmp_path, capsys):
+    pytest.importorskip("nbclient")
+    folder = tmp_path / "me"
+    _write(folder, "01_toy.ipynb", _notebook(
+        (SOLVED, ["solution"]), (CHECK, []),
+        ("def my_grad(f, x):\n    raise NotImplementedError\n", ["solution"]),
+        ("rc.exercises.check('numerical_grad', my_grad)", []),
+        ("my_choice = 'A'", ["solution"]),
+        ("rc.exercises.check('why_error_floor', my_choice)", [])))
+    assert main(["progress", str(folder), "--lessons", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "01_toy: 1/3 passed\n" in out
+    assert "  [pass] episode_return\n  [todo] numerical_grad\n  [fail] why_error_floor (0/1 cases)" in out
+    assert out.rstrip().endswith("1/3 exercises passed")
+
+
+def test_grade_lesson_00_untouched_teacher_and_one_step_solved(tmp_path, capsys):
+    """The real lesson: an untouched student copy passes nothing, the teacher's edition passes
+    everything, and a copy with one Build-it step written passes exactly that step."""
+    pytest.importorskip("nbclient")
+    untouched, solved = tmp_path / "untouched", tmp_path / "solved"
+    student_copy(untouched, LESSONS, only=["00"])
+    student_copy(solved, LESSONS, only=["00"])
+    name = "00_how_this_course_works.ipynb"
+    teacher_cells = json.loads((LESSONS / name).read_text(encoding="utf-8"))["cells"]
+    nb = json.loads((solved / name).read_text(encoding="utf-8"))
+    for theirs, mine in zip(teacher_cells, nb["cells"]):
+        if "def my_mse_grad" in "".join(theirs["source"]):
+            mine["source"] = theirs["source"]  # the student writes this one step
+    (solved / name).write_text(json.dumps(nb), encoding="utf-8")
+
+    table = tmp_path / "grades.csv"
+    assert main(["grade", str(LESSONS), str(untouched), str(solved), "--only", "00",
+                 "--csv", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^lessons\s+8/8\s+8/8$", out, re.M), out
+    assert re.search(r"^untouched\s+0/8\s+0/8$", out, re.M), out
+    assert re.search(r"^solved\s+1/8\s+1/8$", out, re.M), out
+    assert "did not run cleanly" not in out  # a student copy with nothing written runs cleanly
+    rows = list(csv.DictReader(table.open()))
+    assert list(rows[0]) == ["student", "lesson", "exercise", "passed"]
+    assert len(rows) == 3 * 8
+    assert {r["exercise"] for r in rows if r["student"] == "solved" and r["passed"] == "1"} == \
+        {"mse_grad"}
+    assert all(r["passed"] == "1" for r in rows if r["student"] == "lessons")
+    assert all(r["lesson"] == "00_how_this_course_works" for r in rows)
+
+
+def test_run_lesson_reports_a_missing_notebook(tmp_path):
+    run = run_lesson(tmp_path / "07_absent.ipynb")
+    assert run.status == "missing" and not run.checks

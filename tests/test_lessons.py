@@ -13,6 +13,9 @@ NOTEBOOKS = find_lessons(LESSONS)
 HEADINGS = ["The problem", "The idea", "Build it", "Check it", "Use it", "Pitfalls",
             "Exercises", "Key terms", "Further reading"]
 ids = [nb.stem for nb in NOTEBOOKS]
+# Lessons whose Build it is already the student's work (graded `solution` steps). The lead adds
+# each lesson here as it lands; test_build_it_steps_are_graded then holds it to that.
+BUILD_IT_DONE = ["00_how_this_course_works"]
 
 
 def load(path):
@@ -68,6 +71,37 @@ def test_exercises_are_checked_and_solutions_tagged(path):
         f"{path.name}: no exercise solution cell is tagged 'solution'"
     assert any("exercises.check(" in "".join(c["source"]) for c in part), \
         f"{path.name}: no exercise is checked with rc.exercises.check"
+
+
+def test_build_it_done_names_existing_lessons():
+    assert set(BUILD_IT_DONE) <= set(ids), sorted(set(BUILD_IT_DONE) - set(ids))
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem in BUILD_IT_DONE],
+                         ids=[i for i in ids if i in BUILD_IT_DONE])
+def test_build_it_steps_are_graded(path):
+    """Build it holds at least one `solution` cell, and each is followed (before the next
+    solution cell) by a cell of `rc.exercises.check` calls on what it defines."""
+    import ast
+
+    cells = load(path)["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    start = next(i for i, s in enumerate(sources) if re.search(r"^## Build it", s, re.M))
+    end = next(i for i, s in enumerate(sources) if re.search(r"^## Check it", s, re.M))
+    part = cells[start:end]
+    steps = [i for i, c in enumerate(part) if "solution" in c["metadata"].get("tags", [])]
+    assert steps, f"{path.name}: Build it has no step tagged 'solution'"
+    for k, i in enumerate(steps):
+        tree = ast.parse("".join(part[i]["source"]))
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert names, f"{path.name}: a Build-it solution cell defines no function"
+        stop = steps[k + 1] if k + 1 < len(steps) else len(part)
+        checked = {ast.unparse(call.args[1]) for c in part[i + 1:stop] if c["cell_type"] == "code"
+                   for call in ast.walk(ast.parse("".join(c["source"])))
+                   if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("exercises.check")
+                   and len(call.args) >= 2}
+        assert names & checked, (f"{path.name}: Build-it step {sorted(names)} is not graded by an "
+                                 f"rc.exercises.check cell after it")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)

@@ -1,5 +1,14 @@
 """The ``rlcourse`` command (also ``python -m rlcourse``).
 
+- ``rlcourse start [DIR]``: the student's workspace. Creates ``DIR`` (default ``my-rlcourse``)
+  with the student edition of every lesson and the cheat sheets, once: later runs never
+  overwrite a file there (they only add lessons that are new), so the student's work is kept.
+  Then opens Jupyter Lab in it (``--no-lab``: only create/update the workspace).
+- ``rlcourse progress [DIR] [--only NN ...]``: a student's own view: runs their notebooks
+  headless and lists each exercise as pass, fail or todo.
+- ``rlcourse grade DIR [DIR ...] [--csv PATH]``: an instructor's view: one directory per student
+  (the student is the directory's name); prints a table and writes CSV rows
+  ``student, lesson, exercise, passed``. A lesson that fails or times out is reported, not fatal.
 - ``rlcourse lessons [--markdown]``: the course map, read from each notebook's title cell.
 - ``rlcourse check [LESSON ...]``: run lessons headless in fresh kernels, print the time each took,
   exit 1 if any cell fails (cells tagged ``raises-exception`` may raise).
@@ -7,7 +16,7 @@
   raise ``NotImplementedError`` with the exercise's hint; exercise checks stay in place, no
   longer asserted, so the copy runs top to bottom and shows ``[todo]`` for open exercises.
 
-Running notebooks needs the ``dev`` extra (nbclient, nbformat).
+Running notebooks needs the ``dev`` extra (nbclient, nbformat); ``start`` also needs Jupyter Lab.
 """
 
 from __future__ import annotations
@@ -15,36 +24,36 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .notebooks import execute, find_lessons, lesson_info
 
-__all__ = ["main", "course_map_markdown", "student_copy", "stub_solution"]
+__all__ = ["main", "course_map_markdown", "student_copy", "stub_solution", "start_workspace"]
+
+DEFAULT_WORKSPACE = "my-rlcourse"
 
 
 def _default_lessons() -> Path:
+    """``./lessons`` if there is one, else the lessons beside the package (``pip install -e``)."""
     here = Path.cwd() / "lessons"
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parent.parent / "lessons"
+    return Path(__file__).resolve().parents[2] / "lessons"
 
 
 def _select(lessons_dir: Path, wanted: list[str]) -> list[Path]:
-    paths = find_lessons(lessons_dir)
-    if not wanted:
-        return paths
-    chosen = []
-    for key in wanted:
-        matches = [p for p in paths if p.name.startswith(key.zfill(2)) or p.stem == key
-                   or p.name == Path(key).name]
-        if not matches:
-            raise SystemExit(f"no lesson matches {key!r} in {lessons_dir} "
-                             f"(have {', '.join(p.stem for p in paths)})")
-        chosen.extend(m for m in matches if m not in chosen)
-    return chosen
+    from .grading import select_lessons
+
+    try:
+        return select_lessons(lessons_dir, wanted)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
 
 
 def course_map_markdown(lessons_dir: str | Path | None = None) -> str:
@@ -131,14 +140,23 @@ def stub_solution(source: str, hint: str = "") -> str:
     return f"# {message}\n" + ast.unparse(ast.Module(body=flat, type_ignores=[])) + "\n"
 
 
-def student_copy(dest: str | Path, lessons_dir: str | Path | None = None) -> list[Path]:
-    """Write every lesson to ``dest`` with solutions stubbed; returns the written paths."""
+def student_copy(dest: str | Path, lessons_dir: str | Path | None = None, only=(),
+                 keep_existing: bool = False) -> list[Path]:
+    """Write the lessons to ``dest`` with solutions stubbed; returns the written paths.
+
+    ``only`` restricts to some lessons (numbers or names); with ``keep_existing`` a notebook
+    already in ``dest`` is left as it is (and not returned).
+    """
     from .exercises import get
+    from .grading import select_lessons
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in find_lessons(lessons_dir or _default_lessons()):
+    for path in select_lessons(lessons_dir or _default_lessons(), only):
+        out = dest / path.name
+        if keep_existing and out.exists():
+            continue
         nb = json.loads(path.read_text(encoding="utf-8"))
         cells = nb["cells"]
         for i, cell in enumerate(cells):
@@ -155,10 +173,98 @@ def student_copy(dest: str | Path, lessons_dir: str | Path | None = None) -> lis
                 cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
             if "solution" in tags or _CHECK_CALL.search(source):
                 cell["outputs"], cell["execution_count"] = [], None
-        out = dest / path.name
         out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(out)
     return written
+
+
+def start_workspace(dest: str | Path, lessons_dir: str | Path | None = None) -> tuple[list, int]:
+    """Create or update a student's workspace; returns (files written, notebooks kept).
+
+    Writes the student edition of each lesson and the cheat sheets (``cheatsheets/`` beside the
+    lessons folder, if there is one) into ``dest``, never overwriting a file already there.
+    """
+    lessons_dir = Path(lessons_dir or _default_lessons())
+    dest = Path(dest)
+    kept = len(find_lessons(dest)) if dest.is_dir() else 0
+    written = student_copy(dest, lessons_dir, keep_existing=True)
+    sheets = lessons_dir.resolve().parent / "cheatsheets"
+    if sheets.is_dir():
+        for sheet in sorted(sheets.glob("*.md")):
+            target = dest / "cheatsheets" / sheet.name
+            if not target.exists():
+                target.parent.mkdir(exist_ok=True)
+                shutil.copyfile(sheet, target)
+                written.append(target)
+    return written, kept
+
+
+def _cmd_start(args) -> int:
+    dest = args.dir
+    fresh = not dest.exists()
+    written, kept = start_workspace(dest, args.lessons)
+    new_lessons = [p for p in written if p.suffix == ".ipynb"]
+    if fresh:
+        print(f"created your workspace {dest}/ with {len(new_lessons)} lessons (the student "
+              f"edition: the Build-it steps and exercises are yours to write) and the cheat sheets")
+    else:
+        print(f"{dest}/ already exists: kept your {kept} notebooks as they are (this command "
+              f"never overwrites them)" + (f"; added {len(new_lessons)} new lesson(s)"
+                                            if new_lessons else ""))
+    print(f"your progress at any time: rlcourse progress {dest}")
+    if args.no_lab:
+        return 0
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={dest.resolve()}"]
+    first = dest / "00_how_this_course_works.ipynb"
+    if fresh and first.exists():
+        command.append(str(first.resolve()))
+    if args.no_browser:
+        command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
+        command.append("--allow-root")
+        print("(running as root: Jupyter Lab is started with --allow-root)")
+    print("opening Jupyter Lab (stop it with Ctrl-C) ...", flush=True)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _cmd_progress(args) -> int:
+    from .grading import grade_copy, progress_report
+
+    if not args.dir.is_dir():
+        raise SystemExit(f"{args.dir} does not exist: create your workspace with rlcourse start")
+    os.environ.pop("MPLBACKEND", None)
+    rows, runs = grade_copy(args.dir, args.lessons, args.only, args.timeout,
+                            say=lambda text: print(f"running {text}", flush=True))
+    print(progress_report(rows, runs))
+    return 0
+
+
+def _cmd_grade(args) -> int:
+    from .grading import grade_copy, grade_table, write_csv
+
+    os.environ.pop("MPLBACKEND", None)
+    missing = [d for d in args.dirs if not d.is_dir()]
+    if missing:
+        raise SystemExit(f"not a directory: {', '.join(map(str, missing))}")
+    names = [d.resolve().name for d in args.dirs]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"two student directories share a name: {names}")
+    rows, runs = [], {}
+    for directory in args.dirs:
+        student_rows, student_runs = grade_copy(
+            directory, args.lessons, args.only, args.timeout,
+            say=lambda text: print(f"grading {text}", flush=True))
+        rows += student_rows
+        runs[directory.resolve().name] = student_runs
+    print()
+    print(grade_table(rows, runs))
+    if args.csv:
+        write_csv(rows, args.csv)
+        print(f"\nwrote {len(rows)} rows to {args.csv}")
+    return 0
 
 
 def _cmd_student_copy(args) -> int:
@@ -170,9 +276,26 @@ def _cmd_student_copy(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lessons", type=Path, default=None,
-                        help="lessons folder (default: ./lessons, else the installed course's)")
+                        help="the teacher's edition (default: ./lessons, else the installed course's)")
     parser = argparse.ArgumentParser(prog="rlcourse", description="The rlcourse lessons.")
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("start", parents=[common],
+                       help="create your workspace (once; never overwritten) and open Jupyter Lab")
+    p.add_argument("dir", nargs="?", type=Path, default=Path(DEFAULT_WORKSPACE),
+                   help=f"your workspace (default: {DEFAULT_WORKSPACE})")
+    p.add_argument("--no-lab", action="store_true", help="only create or update the workspace")
+    p.add_argument("--no-browser", action="store_true", help="start Jupyter Lab without a browser")
+    p = sub.add_parser("progress", parents=[common],
+                       help="run your notebooks and list each exercise: pass, fail or todo")
+    p.add_argument("dir", nargs="?", type=Path, default=Path(DEFAULT_WORKSPACE))
+    p.add_argument("--only", nargs="+", default=[], metavar="LESSON", help="lesson numbers or names")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per lesson (default 300)")
+    p = sub.add_parser("grade", parents=[common],
+                       help="grade student copies (one directory per student)")
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    p.add_argument("--csv", type=Path, default=None, help="write rows student,lesson,exercise,passed")
+    p.add_argument("--only", nargs="+", default=[], metavar="LESSON", help="lesson numbers or names")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per lesson (default 300)")
     p = sub.add_parser("lessons", parents=[common], help="print the course map")
     p.add_argument("--markdown", action="store_true", help="as the README's markdown table")
     p = sub.add_parser("check", parents=[common], help="run lessons headless and time them")
@@ -183,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.lessons is None:
         args.lessons = _default_lessons()
-    handler = {"lessons": _cmd_lessons, "check": _cmd_check, "student-copy": _cmd_student_copy}
+    handler = {"start": _cmd_start, "progress": _cmd_progress, "grade": _cmd_grade,
+               "lessons": _cmd_lessons, "check": _cmd_check, "student-copy": _cmd_student_copy}
     return handler[args.command](args)
 
 

@@ -5,10 +5,21 @@ reader's function and the reference on the same input; the verdict of each case 
 on a failure, the reason in the lesson's own terms (``explain``), not just "arrays differ".
 ``check`` returns True only if every case passed. The exercises themselves live in
 :mod:`rlcourse.course.bank`, one module per part of the course.
+
+A plain value instead of a function is an answer (to a multiple-choice or numeric question);
+``None`` (what a student copy's stub holds) counts as not answered yet.
+
+Grading: when the environment variable ``RLCOURSE_RESULTS`` names a file, every ``check`` also
+appends one JSON line to it: ``{"exercise", "passed", "cases_passed", "cases", "todo", "by"}``
+(``by`` is the module and name of the graded function, or ``"answer"``). ``rlcourse grade`` and
+``rlcourse progress`` set it for each lesson they run, so results come from the checks
+themselves, not from parsing printed output.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import traceback
 from collections.abc import Callable
 
@@ -17,7 +28,11 @@ import numpy as np
 from . import bank  # noqa: F401  (importing the bank registers every lesson's exercises)
 from .registry import _REGISTRY, Case, Exercise, default_compare, register
 
-__all__ = ["check", "available", "get", "Case", "Exercise", "register", "default_compare"]
+__all__ = ["check", "available", "get", "Case", "Exercise", "register", "default_compare",
+           "RESULTS_ENV"]
+
+RESULTS_ENV = "RLCOURSE_RESULTS"
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../rlcourse
 
 
 def available() -> list[str]:
@@ -31,25 +46,39 @@ def get(name: str) -> Exercise:
     return _REGISTRY[name]
 
 
-def check(name: str, fn: Callable, verbose: bool = True) -> bool:
-    """Run ``fn`` on every case of exercise ``name``; print each verdict; True if all pass."""
+def check(name: str, fn: Callable | object, verbose: bool = True) -> bool:
+    """Run ``fn`` on every case of exercise ``name``; print each verdict; True if all pass.
+
+    ``fn`` may also be a plain value, the reader's answer, compared with the reference's; ``None``
+    means "not answered yet" (shown as ``[todo]``).
+    """
     exercise = get(name)
     cases = exercise.cases()
-    passed = 0
+    is_answer = not callable(fn)
+    passed = todo = 0
     for case in cases:
         if case.raises is not None:
-            passed += _check_refusal(exercise, case, fn, verbose)
+            verdict = _check_refusal(exercise, case, fn, verbose)
+            passed += verdict is True
+            todo += verdict is None
             continue
-        expected = exercise.reference(*_copy(case.args), **_copy(case.kwargs))
+        expected = _run(exercise, exercise.reference, case)
+        if is_answer and fn is None:
+            todo += 1
+            _say(verbose, f"  [todo] {case.label}: not answered yet")
+            continue
         try:
-            got = fn(*_copy(case.args), **_copy(case.kwargs))
+            got = _copy(fn) if is_answer else _run(exercise, fn, case)
         except NotImplementedError:
+            todo += 1
             _say(verbose, f"  [todo] {case.label}: not implemented yet")
             continue
         except Exception as err:  # the reader's bug, shown rather than raised
-            frame = traceback.extract_tb(err.__traceback__)[-1]
-            _say(verbose, f"  [fail] {case.label}: raised {type(err).__name__}: {err} "
-                 f"(line {frame.lineno})")
+            frame = _reader_frame(err)
+            where = f" (line {frame.lineno})" if frame else ""
+            why = exercise.explain_error(case, err) if exercise.explain_error else None
+            _say(verbose, f"  [fail] {case.label}: raised {type(err).__name__}: {err}{where}"
+                 + (f". {why}" if why else ""))
             continue
         reason = exercise.compare(got, expected)
         if reason is None:
@@ -63,17 +92,19 @@ def check(name: str, fn: Callable, verbose: bool = True) -> bool:
     if not ok and exercise.hint:
         summary += f". Hint: {exercise.hint}"
     _say(verbose, summary)
+    _record(name, fn, ok, passed, len(cases), todo)
     return ok
 
 
-def _check_refusal(exercise: Exercise, case: Case, fn: Callable, verbose: bool) -> bool:
-    """A case whose input must be refused: passes only if ``fn`` raises ``case.raises``."""
+def _check_refusal(exercise: Exercise, case: Case, fn, verbose: bool) -> bool | None:
+    """A case whose input must be refused: True only if ``fn`` raises ``case.raises``; None
+    while the reader's function is still a stub."""
     wanted = case.raises.__name__
     try:
-        got = fn(*_copy(case.args), **_copy(case.kwargs))
+        got = _run(exercise, fn, case)
     except NotImplementedError:
         _say(verbose, f"  [todo] {case.label}: not implemented yet")
-        return False
+        return None
     except case.raises:
         _say(verbose, f"  [pass] {case.label} (refused with {wanted})")
         return True
@@ -86,6 +117,41 @@ def _check_refusal(exercise: Exercise, case: Case, fn: Callable, verbose: bool) 
         reason = f"returned a value; this input must be refused (raise {wanted})"
     _say(verbose, f"  [fail] {case.label}: {reason}")
     return False
+
+
+def _reader_frame(err: BaseException):
+    """The innermost traceback frame in the reader's code (not numpy's or rlcourse's), or None."""
+    frames = traceback.extract_tb(err.__traceback__)
+    library = (os.path.dirname(np.__file__), _PACKAGE_DIR)
+    own = [f for f in frames if not f.filename.startswith(library)]
+    return own[-1] if own else None
+
+
+def _run(exercise: Exercise, fn: Callable, case):
+    args, kwargs = _copy(case.args), _copy(case.kwargs)
+    if exercise.call is not None:
+        return exercise.call(fn, *args, **kwargs)
+    return fn(*args, **kwargs)
+
+
+def _origin(fn) -> str:
+    if not callable(fn):
+        return "answer"
+    return f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def _record(name: str, fn, ok: bool, passed: int, total: int, todo: int) -> None:
+    """Append this check's result to the file named by ``RLCOURSE_RESULTS``, if it is set."""
+    path = os.environ.get(RESULTS_ENV)
+    if not path:
+        return
+    entry = {"exercise": name, "passed": bool(ok), "cases_passed": passed, "cases": total,
+             "todo": todo, "by": _origin(fn)}
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(entry) + "\n")
+    except OSError as err:  # grading must never break the lesson itself
+        print(f"(could not record the result in {path}: {err})")
 
 
 def _say(verbose: bool, text: str) -> None:

@@ -86,19 +86,33 @@ def cell_summary(nb) -> list[tuple[str, str, tuple[str, ...]]]:
     ]
 
 
-def execute(nb, cwd: str | Path, timeout: int = 300):
-    """Run every cell of ``nb`` in a fresh python3 kernel (no timing metadata); returns ``nb``."""
+def execute(nb, cwd: str | Path, timeout: int = 300, *, env: dict | None = None,
+            allow_errors: bool = False, timeout_func=None, quiet: bool = False):
+    """Run every cell of ``nb`` in a fresh python3 kernel (no timing metadata); returns ``nb``.
+
+    ``timeout`` is per cell (``timeout_func(cell)``, if given, decides instead); ``env`` is the
+    kernel's environment (default: this process's); with ``allow_errors`` a failing cell is
+    recorded in the outputs and execution goes on; ``quiet`` silences the kernel process's own
+    log on stderr (what the cells print still reaches the outputs).
+    """
+    import subprocess
+
     from nbclient import NotebookClient
 
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     client = NotebookClient(
         nb,
         timeout=timeout,
+        timeout_func=timeout_func,
+        allow_errors=allow_errors,
         kernel_name="python3",
         resources={"metadata": {"path": str(cwd)}},
         record_timing=False,
     )
-    client.execute()
+    kernel_options = {} if env is None else {"env": env}
+    if quiet:
+        kernel_options["stderr"] = subprocess.DEVNULL
+    client.execute(**kernel_options)
     return nb
 
 

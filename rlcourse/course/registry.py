@@ -6,8 +6,11 @@ A lesson's exercise is registered once, in :mod:`rlcourse.course.bank`::
              explain=why_returns_differ)
 
 Each ``explain(case, got, expected)`` gives the reason for a mismatch in the lesson's own terms
-(``expected`` is None for a case that must raise).
-Readers never call this module; they call :func:`rlcourse.course.exercises.check`.
+(``expected`` is None for a case that must raise); ``explain_error(case, err)`` does the same for
+an answer that raised. ``call(fn, *args, **kwargs)`` says how a function is graded when calling
+it is not enough (e.g. differentiate a loss: ``call=lambda fn, params, x:
+value_and_grad(fn)(params, x)``); reference and answer go through it alike. Readers never call
+this module; they call :func:`rlcourse.course.exercises.check`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class Exercise:
     compare: Callable[[Any, Any], str | None]
     explain: Callable[[Case, Any, Any], str | None] | None
     hint: str
+    call: Callable[..., Any] | None = None
+    explain_error: Callable[[Case, BaseException], str | None] | None = None
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -69,7 +74,12 @@ def default_compare(got, expected, rtol: float = 1e-6, atol: float = 1e-8) -> st
     got_arr, exp_arr = np.asarray(got), np.asarray(expected)
     if got_arr.shape != exp_arr.shape:
         return f"expected shape {exp_arr.shape}, got shape {got_arr.shape}"
-    if exp_arr.dtype.kind in "biu" and got_arr.dtype.kind in "biu":
+    if exp_arr.dtype.kind in "USO" or got_arr.dtype.kind in "USO":  # text answers, objects
+        if exp_arr.shape == () and got_arr.shape == ():
+            return None if got_arr.item() == exp_arr.item() else \
+                f"expected {exp_arr.item()!r}, got {got_arr.item()!r}"
+        wrong = np.array([g != e for g, e in zip(got_arr.flat, exp_arr.flat)]).reshape(exp_arr.shape)
+    elif exp_arr.dtype.kind in "biu" and got_arr.dtype.kind in "biu":
         wrong = got_arr != exp_arr
     else:
         got_f, exp_f = got_arr.astype(float), exp_arr.astype(float)
@@ -94,15 +104,22 @@ def register(
     compare: Callable[[Any, Any], str | None] = default_compare,
     explain: Callable[[Case, Any, Any], str | None] | None = None,
     hint: str = "",
+    call: Callable[..., Any] | None = None,
+    explain_error: Callable[[Case, BaseException], str | None] | None = None,
 ) -> None:
     """Register (or replace) exercise ``name``.
 
     ``cases`` may be a function that builds the cases, so that large inputs are made only when
     checked. ``explain(case, got, expected)`` returns the lesson-level reason for a mismatch
     (or None to fall back on ``compare``'s). ``hint`` is shown when a case fails and is the text
-    student copies put in their stubs.
+    student copies put in their stubs. ``call(fn, *args, **kwargs)`` (default ``fn(*args,
+    **kwargs)``) runs the reference and the reader's function on a case. ``explain_error(case,
+    err)`` names the mistake behind an exception the reader's function raised (or None).
+
+    The reader may also pass a plain value instead of a function (the answer to a multiple-choice
+    or numeric question): it is compared with ``reference(*case.args, **case.kwargs)``.
     """
     if not name or not isinstance(name, str):
         raise ValueError(f"name: expected a non-empty string, got {name!r}")
     builder = cases if callable(cases) else (lambda: list(cases))
-    _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint)
+    _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint, call, explain_error)
