@@ -155,7 +155,7 @@ assert prob[best] > prob[tuple(greedy)]
 #    level (*negamax*): each node stores values for the player who moved into it.
 #
 # After the budget is spent, the visit counts at the root are the policy: play the most
-# visited move. Counts are a more stable choice than means, which a lucky rollout can inflate.
+# visited move (the usual "robust child" rule).
 #
 # **A prior over moves.** AlphaZero replaces UCT's bonus by one that follows a policy
 # network's probabilities $P(a)$ (the *PUCT* rule), and the rollout by a value network:
@@ -640,8 +640,8 @@ game_anim
 # Now the same questions for the course's own language model (`rc.lm_init`, trained with
 # `rc.sft` as in lesson 12). The task is one-digit addition, `"3+4="` answered by `"7"`, and a
 # verifier checks an answer exactly. The model gets a short training run on the 100 sums, so
-# that it knows the format (digits, then end of sequence) but is often wrong: a model worth
-# searching.
+# that it has mostly learned the format (digits, then end of sequence) but is often wrong: a
+# model worth searching.
 
 # %%
 tok = rc.Tokenizer("0123456789+=")
@@ -678,12 +678,20 @@ def pass_probability(temperature=1.0):
 
 p_right = pass_probability()
 
+# the exact probability that a sample is well formed: one or two digits, then <eos>
+well_formed = [str(k) for k in range(100)]
+form_tokens, form_mask, _ = tok.encode_pairs([p for p in prompts for _ in well_formed],
+                                             well_formed * len(prompts))
+p_form = np.exp(rc.completion_log_prob(lm, form_tokens, form_mask)).reshape(len(prompts), -1).sum(1)
+
 # %% tags=["nbval-ignore-output"]
 print(f"one sample is right with probability {p_right.mean():.3f} on average "
-      f"(quartiles {np.round(np.quantile(p_right, [0.25, 0.5, 0.75]), 3).tolist()})")
+      f"(quartiles {np.round(np.quantile(p_right, [0.25, 0.5, 0.75]), 3).tolist()}); "
+      f"well formed with probability {p_form.mean():.3f}")
 
 # %%
 assert 0.05 < p_right.mean() < 0.8  # often wrong, but it knows something
+assert p_form.mean() > 0.8  # the format is mostly learned
 
 # %% [markdown]
 # **Greedy, beam and exact.** Decode each prompt greedily, with beams of width 2 and 4, and
@@ -830,9 +838,10 @@ assert np.all(p_at[1.0][top_right] >= p_at[1.5][top_right] - 1e-9)
 # add. Temperature cuts both ways: where the model's top answer is right, a low temperature
 # makes every sample more likely to be right (asserted above, prompt by prompt); where the top
 # answer is wrong, a low temperature moves probability *towards* that wrong answer. Best-of-n
-# with a large $n$ needs only that the right answer keeps some probability, which is why it
-# is usually run at $T = 1$ or above. Compare the printed values at $n = 1$ and $n = 64$. And
-# all of it needs the verifier: without one, nothing tells best-of-n which sample is right.
+# with a large $n$ needs only that the right answer keeps some probability; Chen et al. (2021)
+# found the best sampling temperature for pass@$k$ rising with $k$ for the same reason.
+# Compare the printed values at $n = 1$ and $n = 64$. And all of it needs the verifier:
+# without one, nothing tells best-of-n which sample is right.
 #
 # **How far does best-of-n move the policy?** Its output distribution $\pi_n$ differs from the
 # model's $\pi$. The often quoted $\mathrm{KL}(\pi_n \,\|\, \pi) = \log n - \frac{n-1}{n}$ is
@@ -869,10 +878,9 @@ assert np.all(kl <= bound + 1e-9)
 # |---|---|---|
 # | MCTS loses to a random player | backup without the sign flip: the search helps the opponent | negate the value at each level (negamax), or store values per player |
 # | MCTS blunders obvious wins | the rollout's reward read from the wrong player's view | convert the outcome to the view of the player who moved into the leaf (Step 2) |
-# | a move with 2 visits is played | choosing the child with the highest mean value | play the most visited child; counts are robust to lucky rollouts |
-# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 1.4 for values in $[-1, 1]$) |
+# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 2 for values in $[-1, 1]$) |
 # | a few mistakes in quiet positions | too few simulations for deep tactics | measure exhaustively where you can; raise the budget (here 200 was not enough) |
-# | a move is never searched with PUCT | its prior is 0 (or tiny) | mix the prior with a little uniform noise, as AlphaZero does at the root |
+# | PUCT searches a good move late | the prior gives it little mass (the misleading prior above) | a better prior; mix the root prior with a little noise, as AlphaZero does |
 # | the tree changes under you | `apply` mutates the state in place | states immutable, `apply` returns a new one |
 # | a wider beam gives a worse answer | beam search prunes greedily at every step | it is a heuristic: compare widths, or search exactly when you can |
 # | beam search prefers short, bland outputs | summed log-probabilities penalise every extra token | length-normalise scores (exercise 2) |
@@ -922,7 +930,8 @@ assert rc.exercises.check("visit_policy", visit_policy)
 # %% [markdown]
 # 2. **Easy: length-normalised beam scores.** Summed log-probabilities favour short outputs.
 #    Hugging Face's `generate` ranks finished beams by $\log p(y) / |y|^{\alpha}$ with
-#    `length_penalty` $\alpha$ (default 1.0), $|y|$ the number of generated tokens. Write
+#    `length_penalty` $\alpha$ (default 1.0). Here $|y|$ counts every generated token, the
+#    final `eos` included. Write
 #    `length_normalised(hypotheses, start_len, alpha)`: re-rank `(tokens, score)` pairs whose
 #    first `start_len` tokens are the prompt; return `(tokens, normalised score)`, best first.
 
@@ -1043,6 +1052,8 @@ assert rc.exercises.check("best_first_decode", best_first_decode)
 # - Wu et al. (2016), *Google's neural machine translation system*: the length penalty for
 #   beam search; Meister, Cotterell, Vieira (2020), *If beam search is the answer, what was the
 #   question?*, EMNLP: why exact search can be worse than beam search for text quality.
+# - Chen et al. (2021), *Evaluating large language models trained on code* (Codex): pass@$k$,
+#   its unbiased estimator, and why the best temperature grows with $k$.
 # - Stiennon et al. (2020), *Learning to summarize from human feedback*, NeurIPS: best-of-n
 #   against a reward model as a baseline for RLHF.
 # - Gao, Schulman, Hilton (2022), *Scaling laws for reward model overoptimization*: how best-of-n
