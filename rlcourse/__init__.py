@@ -138,9 +138,9 @@ __all__ = [
     "addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
     "style_preferences", "ReviewTask", "review_task",
     # search.decoding
-    "BeamResult", "beam_search", "BestOfNResult", "best_of_n",
+    "BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
     # search.mcts
-    "MCTSResult", "uct_score", "mcts",
+    "MCTSResult", "uct_score", "puct_score", "mcts",
     # search.minimax
     "minimax_values", "minimax_value", "perfect_action",
     # tabular.bandits

@@ -8,9 +8,9 @@ import pytest
 import rlcourse as rc
 from rlcourse.search.mcts import _Node, _uct_child
 
-# With c = 1.0 and 2000 simulations MCTS made no suboptimal move (by minimax) in 200 games
-# against a perfect player; with 1000 it made 3, with the default c = 1.4 and 2000 it made 1.
-SIMS, C = 2000, 1.0
+# The defaults (2000 simulations, c = 2) make no mistake at any position MCTS can reach as X or
+# as O (test_the_default_search_never_makes_a_losing_move below); the games use them too.
+SIMS, C = 2000, 2.0
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,52 @@ def test_draws_every_game_against_perfect_play(game, cache):
 
     outcomes = [play(g, fns, i % 2 == 0, perfect, seed=100 + i) for i in range(8)]
     assert outcomes == [0] * 8
+
+
+def optimal_moves(g, fns, cache, state):
+    q = rc.minimax_values(state, *fns, cache=cache)
+    return {a for a, v in q.items() if v == max(q.values())}
+
+
+def audit(g, fns, cache, policy, side):
+    """Every position where ``side`` is to move in some game from the start in which ``side``
+    plays ``policy`` and the opponent plays anything: (decisions, mistakes)."""
+    seen, decisions, mistakes, stack = set(), 0, [], [g.initial_state()]
+    while stack:
+        state = stack.pop()
+        if g.is_terminal(state) or state in seen:
+            continue
+        seen.add(state)
+        if state.player != side:
+            stack.extend(g.apply(state, a) for a in g.legal_actions(state))
+            continue
+        action, best = policy(state), optimal_moves(g, fns, cache, state)
+        if len(best) < len(g.legal_actions(state)):
+            decisions += 1
+            if action not in best:
+                mistakes.append(state)
+        stack.append(g.apply(state, action))
+    return decisions, mistakes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_default_search_never_makes_a_losing_move(game, cache, seed):
+    """Exhaustive: as X and as O, at every position it can face, the default search keeps the
+    best minimax value. (Seeds 0-9 passed when the defaults were chosen.)"""
+    g, fns = game
+    for side in (1, -1):
+        decisions, mistakes = audit(g, fns, cache,
+                                    lambda s: rc.mcts(s, *fns, seed=seed).action, side)
+        assert decisions > 50
+        assert mistakes == [], [g.render(m) for m in mistakes]
+
+
+def test_the_audit_catches_a_search_that_is_too_small(game, cache):
+    """The same check fails a search of 200 simulations: it is not true by construction."""
+    g, fns = game
+    mistakes = [m for side in (1, -1) for m in audit(
+        g, fns, cache, lambda s: rc.mcts(s, *fns, simulations=200).action, side)[1]]
+    assert mistakes
 
 
 def test_visits_sum_to_simulations_and_cover_the_legal_actions(game):
@@ -175,6 +221,86 @@ def test_uct_score_formula_and_unvisited_first():
     assert np.array_equal(rc.uct_score([0.5, 0.1], [3, 3], 6, c=0.0), [0.5, 0.1])
 
 
+def test_puct_score_formula_and_unvisited_follow_the_prior():
+    q, p, n = np.array([0.2, 0.0, -0.1]), np.array([0.2, 0.7, 0.1]), np.array([5, 0, 4])
+    score = rc.puct_score(q, p, n, parent_visits=9, c=1.5)
+    np.testing.assert_allclose(score, q + 1.5 * p * 3.0 / (1 + n))
+    assert np.isfinite(score).all()  # unlike UCT, an unvisited child is not forced first
+    # a fresh node (N = 0) still prefers the most probable move: sqrt(N) is taken with N >= 1
+    assert int(np.argmax(rc.puct_score([0.0, 0.0], [0.3, 0.7], [0, 0], 0))) == 1
+    with pytest.raises(ValueError, match="priors"):
+        rc.puct_score([0.0, 0.0], [0.5], [0, 0], 1)
+    with pytest.raises(ValueError, match="priors"):
+        rc.puct_score([0.0, 0.0], [1.5, -0.5], [0, 0], 1)
+
+
+def uniform(g):
+    return lambda s: np.full(len(g.legal_actions(s)), 1.0 / len(g.legal_actions(s)))
+
+
+def test_puct_search_finds_wins_and_blocks_and_keeps_the_invariants(game):
+    g, fns = game
+    prior = uniform(g)
+    assert rc.mcts(after(g, [0, 3, 1, 4]), *fns, simulations=300, prior=prior).action == 2
+    assert rc.mcts(after(g, [0, 4, 1]), *fns, simulations=300, prior=prior).action == 2
+    for sims in (1, 9, 250):
+        r = rc.mcts(after(g, [4]), *fns, simulations=sims, prior=prior)
+        assert sum(r.visits.values()) == sims
+        assert list(r.visits) == list(g.legal_actions(after(g, [4])))
+    assert rc.mcts(g.initial_state(), *fns, simulations=50, prior=prior, seed=1) == \
+        rc.mcts(g.initial_state(), *fns, simulations=50, prior=prior, seed=1)
+
+
+def test_puct_follows_its_prior_and_a_uct_search_ignores_it(game):
+    g, fns = game
+    state = g.initial_state()
+
+    def corner(s):  # all the prior's mass on cell 8
+        return np.array([1.0 if a == 8 else 0.0 for a in g.legal_actions(s)])
+    first = rc.mcts(state, *fns, simulations=1, prior=corner)
+    assert first.visits[8] == 1  # the first simulation goes where the prior points
+    guided = rc.mcts(state, *fns, simulations=60, prior=corner)
+    assert guided.visits[8] > 30
+    plain = rc.mcts(state, *fns, simulations=60)
+    assert plain.visits[8] < 15  # UCT tries every move before repeating any
+
+
+def test_puct_two_player_backup_on_the_tiny_tree():
+    fns = tree_game([[1.0, 0.0], [0.6, 0.6]])
+    flat = lambda s: np.array([0.5, 0.5])  # noqa: E731
+    assert rc.mcts((), *fns, simulations=400, c=0.5, two_player=True, prior=flat).action == 1
+    assert rc.mcts((), *fns, simulations=400, c=0.5, two_player=False, prior=flat).action == 0
+
+
+def test_a_good_prior_needs_fewer_simulations_than_a_bad_one(game, cache):
+    """On the 9 replies to X's first move, a prior that knows the drawing moves beats one that
+    points at the losing moves, at the same small budget (3 seeds)."""
+    g, fns = game
+    positions = [after(g, [a]) for a in range(9)]
+
+    def toward(good):
+        def prior(s):
+            best = optimal_moves(g, fns, cache, s)
+            w = np.array([4.0 if (a in best) == good else 1.0 for a in g.legal_actions(s)])
+            return w / w.sum()
+        return prior
+
+    def hits(prior):
+        return sum(rc.mcts(s, *fns, simulations=64, seed=seed, prior=prior).action
+                   in optimal_moves(g, fns, cache, s) for s in positions for seed in range(3))
+    assert hits(toward(True)) > hits(toward(False))
+
+
+def test_prior_is_checked(game):
+    g, fns = game
+    with pytest.raises(ValueError, match="prior"):
+        rc.mcts(g.initial_state(), *fns, simulations=5, prior=lambda s: np.ones(3) / 3)
+    with pytest.raises(ValueError, match="prior"):
+        rc.mcts(g.initial_state(), *fns, simulations=5, prior=lambda s: np.full(9, np.nan))
+    with pytest.raises(TypeError, match="prior"):
+        rc.mcts(g.initial_state(), *fns, simulations=5, prior=[0.1] * 9)
+
+
 # ----------------------------------------------------------------------------- minimax
 
 
@@ -251,6 +377,43 @@ def test_beam_returns_live_hypotheses_at_max_len_and_never_impossible_tokens():
         1 - sum(p for h, p in zip(wide, probs) if h.tokens[-1] != 0))
 
 
+# A wider beam is not always better: width 1 keeps A (0.5) and finds A a <eos> = 0.2; width 2
+# keeps A and B (0.45), then B's two children (0.225 each) push A's line out, and B's lines end
+# at 0.1125; width 3 keeps C too and with it room for A a, back to 0.2.
+BRANCH = {
+    (9,): {1: 0.5, 2: 0.45, 3: 0.05},
+    (9, 1): {4: 0.4, 5: 0.3, 6: 0.3}, (9, 1, 4): {0: 1.0}, (9, 1, 5): {0: 1.0}, (9, 1, 6): {0: 1.0},
+    (9, 2): {7: 0.5, 8: 0.5}, (9, 2, 7): {0: 0.5, 5: 0.5}, (9, 2, 8): {0: 0.5, 6: 0.5},
+    (9, 3): {0: 1.0},
+}
+
+
+def branch_step(tokens):
+    probs = np.zeros(10)
+    for token, p in BRANCH.get(tuple(tokens), {}).items():
+        probs[token] = p
+    with np.errstate(divide="ignore"):
+        return np.log(probs)
+
+
+def test_a_wider_beam_can_score_worse_and_only_an_exhaustive_one_is_exact():
+    best = {w: rc.beam_search(branch_step, [9], w, 3, 0)[0] for w in (1, 2, 3, 4, 100)}
+    assert best[1].tokens == (9, 1, 4, 0) and best[1].score == pytest.approx(math.log(0.2))
+    assert best[2].score == pytest.approx(math.log(0.1125))
+    assert best[2].score < best[1].score
+    assert best[3].score == best[4].score == best[1].score
+    # exhaustive: enumerate every sequence the tree allows
+    def sequences(prefix):
+        kids = BRANCH.get(prefix, {})
+        if not kids or len(prefix) == 4:
+            yield prefix
+        for t in kids:
+            yield from sequences(prefix + (t,))
+    exact = max(sum(branch_step(s[:i])[s[i]] for i in range(1, len(s))) for s in sequences((9,)))
+    assert best[100].score == pytest.approx(exact)
+    assert all(h.score <= exact + 1e-12 for h in best.values())
+
+
 def test_beam_rejects_bad_input():
     with pytest.raises(ValueError, match="beam_width"):
         rc.beam_search(bigram_step, [4], beam_width=0, max_len=3, eos=0)
@@ -269,6 +432,45 @@ def test_best_of_n_picks_the_highest_and_reports_all_scores():
     result = rc.best_of_n(["ab", "abcd", "abc", "wxyz"], score=len)
     assert result.best == "abcd" and result.index == 1  # first of the tied maxima
     np.testing.assert_array_equal(result.scores, [2.0, 4.0, 3.0, 4.0])
+
+
+def test_best_of_n_distribution_matches_sampling_and_ties():
+    p, r = np.array([0.2, 0.3, 0.1, 0.4]), np.array([1.0, 2.0, 2.0, 0.0])
+    exact = rc.best_of_n_distribution(p, r, 3)
+    rng = np.random.default_rng(0)
+    draws = rng.choice(4, size=(40000, 3), p=p)
+    picks = [rc.best_of_n(list(row), lambda k: r[k]).best for row in draws[:4000]]
+    freq = np.bincount(picks, minlength=4) / len(picks)
+    assert np.abs(freq - exact).max() < 0.03
+    assert exact.sum() == pytest.approx(1.0)
+    # the tied top level (mass 0.4) holds 1 - 0.6**3 of the probability, split 3:1 as p is
+    assert exact[1] + exact[2] == pytest.approx(1 - 0.6**3)
+    assert exact[1] / exact[2] == pytest.approx(3.0)
+    np.testing.assert_allclose(rc.best_of_n_distribution(p, r, 1), p)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 16, 64])
+def test_best_of_n_kl_is_at_most_log_n_minus_and_reaches_it_without_ties(n):
+    bound = math.log(n) - (n - 1) / n
+    p = np.full(4000, 1 / 4000)
+    q = rc.best_of_n_distribution(p, np.arange(4000.0), n)
+    assert float(np.sum(q * np.log(q / p))) == pytest.approx(bound, abs=2e-3)
+    rng = np.random.default_rng(n)
+    for _ in range(20):  # random distributions with ties stay below the bound
+        p = rng.dirichlet(np.ones(6))
+        r = rng.integers(0, 3, size=6).astype(float)
+        q = rc.best_of_n_distribution(p, r, n)
+        kept = q > 0
+        assert float(np.sum(q[kept] * np.log(q[kept] / p[kept]))) <= bound + 1e-9
+
+
+def test_best_of_n_distribution_rejects_bad_input():
+    with pytest.raises(ValueError, match="probs"):
+        rc.best_of_n_distribution([0.5, 0.6], [0.0, 1.0], 2)
+    with pytest.raises(ValueError, match="rewards"):
+        rc.best_of_n_distribution([0.5, 0.5], [0.0], 2)
+    with pytest.raises(ValueError, match="n"):
+        rc.best_of_n_distribution([0.5, 0.5], [0.0, 1.0], 0)
 
 
 def test_best_of_n_rejects_bad_input():

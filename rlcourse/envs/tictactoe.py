@@ -4,6 +4,9 @@ A state is ``State(board, player)``: ``board`` a tuple of 9 ints (cells 0..8 row
 ``1`` for X, ``-1`` for O, ``0`` empty) and ``player`` the one to move (X = 1 moves first).
 Actions are cell indices. Every method is a pure function of its arguments, so
 ``game.legal_actions``, ``game.apply`` etc. can be passed to ``mcts`` as plain functions.
+
+Tree search calls these functions millions of times, and there are only 5,478 legal boards, so
+the winner and the empty cells of each board are computed once and kept in a module-level table.
 """
 
 from __future__ import annotations
@@ -15,6 +18,28 @@ __all__ = ["TicTacToe", "TicTacToeState"]
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 _SYMBOL = {1: "X", -1: "O", 0: "."}
+_WINNER: dict[tuple, int] = {}  # board -> 1, -1 or 0, filled on first sight
+_EMPTY: dict[tuple, tuple] = {}  # board -> its empty cells, in increasing order
+_NEXT: dict[tuple, TicTacToeState] = {}  # (state, action) -> the state after that move
+
+
+def _winner(board: tuple) -> int:
+    w = _WINNER.get(board)
+    if w is None:
+        w = 0
+        for i, j, k in LINES:
+            if board[i] != 0 and board[i] == board[j] == board[k]:
+                w = board[i]
+                break
+        _WINNER[board] = w
+    return w
+
+
+def _empty(board: tuple) -> tuple:
+    cells = _EMPTY.get(board)
+    if cells is None:
+        cells = _EMPTY[board] = tuple(i for i, v in enumerate(board) if v == 0)
+    return cells
 
 
 class TicTacToeState(NamedTuple):
@@ -35,44 +60,49 @@ class TicTacToe:
 
     def winner(self, state: TicTacToeState) -> int:
         """1 if X has three in a line, -1 if O has, else 0 (ongoing or draw)."""
-        b = state.board
-        for i, j, k in LINES:
-            if b[i] != 0 and b[i] == b[j] == b[k]:
-                return b[i]
-        return 0
+        return _winner(state.board)
 
     def is_terminal(self, state: TicTacToeState) -> bool:
         """True when someone has won or the board is full."""
-        return self.winner(state) != 0 or 0 not in state.board
+        board = state.board
+        return _winner(board) != 0 or not _empty(board)
 
     def legal_actions(self, state: TicTacToeState) -> list[int]:
         """Empty cells in increasing order; ``[]`` once the game is over."""
-        if self.is_terminal(state):
+        board = state.board
+        if _winner(board) != 0:
             return []
-        return [i for i, v in enumerate(state.board) if v == 0]
+        return list(_empty(board))  # a fresh list: the caller may change it
 
     def apply(self, state: TicTacToeState, action: int) -> TicTacToeState:
         """The state after the player to move marks cell ``action``; raises on illegal moves."""
-        if isinstance(action, bool) or not hasattr(action, "__index__"):
-            raise TypeError(f"action: expected an int cell index 0..8, got {action!r}")
-        action = operator.index(action)
+        if type(action) is int:
+            nxt = _NEXT.get((state, action))
+            if nxt is not None:  # this move was made (and checked) before
+                return nxt
+        else:  # numpy integers and other index types are accepted too
+            if isinstance(action, bool) or not hasattr(action, "__index__"):
+                raise TypeError(f"action: expected an int cell index 0..8, got {action!r}")
+            action = operator.index(action)
         if not 0 <= action < 9:
             raise ValueError(f"action: expected a cell index 0..8, got {action}")
-        if self.is_terminal(state):
+        board = state.board
+        if _winner(board) != 0 or not _empty(board):
             raise ValueError(f"action {action}: the game is over, no move is legal")
-        if state.board[action] != 0:
+        if board[action] != 0:
             raise ValueError(
-                f"action {action}: cell is taken by {_SYMBOL[state.board[action]]}; "
+                f"action {action}: cell is taken by {_SYMBOL[board[action]]}; "
                 f"legal actions are {self.legal_actions(state)}"
             )
-        board = list(state.board)
-        board[action] = state.player
-        return TicTacToeState(tuple(board), -state.player)
+        nxt = TicTacToeState(board[:action] + (state.player,) + board[action + 1:], -state.player)
+        if type(state) is TicTacToeState and len(_NEXT) < 100_000:
+            _NEXT[(state, action)] = nxt
+        return nxt
 
     def reward(self, state: TicTacToeState) -> float:
         """From the view of the player who just moved (``-state.player``): +1 if they have won,
         0 for a draw or an ongoing game (the mover can never have just lost)."""
-        return 1.0 if self.winner(state) == -state.player else 0.0
+        return 1.0 if _winner(state.board) == -state.player else 0.0
 
     def render(self, state: TicTacToeState) -> str:
         """Three lines of X, O and ``.``."""

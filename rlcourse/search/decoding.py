@@ -7,9 +7,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core._checks import check_count
+from ..core._checks import as_float_array, check_count
 
-__all__ = ["BeamResult", "beam_search", "BestOfNResult", "best_of_n"]
+__all__ = ["BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution"]
 
 
 class BeamResult(NamedTuple):
@@ -36,6 +36,11 @@ def beam_search(
     tokens the live ones are returned as they are. ``beam_width=1`` is greedy decoding.
     Scores are plain sums (no length normalisation), which favours shorter finished sequences.
     Ties keep the earlier hypothesis and the lower token id.
+
+    Beam search is a heuristic: a wider beam is *not* always better. Keeping more prefixes at
+    one step can push out, at a later step, the prefix that would have led to the best
+    sequence (``tests/test_search.py`` has a three-token example where width 2 scores below
+    widths 1 and 3). Only a beam as wide as the number of all prefixes is exact.
     """
     beam_width = check_count("beam_width", beam_width)
     max_len = check_count("max_len", max_len)
@@ -81,7 +86,13 @@ class BestOfNResult(NamedTuple):
 
 
 def best_of_n(candidates: Sequence, score: Callable[[Any], float]) -> BestOfNResult:
-    """Score every candidate with ``score`` and return the best (rejection sampling at n).
+    """Score every candidate with ``score`` and return the best.
+
+    With ``candidates`` drawn independently from a policy this is *best-of-n sampling*: a new
+    policy whose outputs are better by ``score``, at n times the sampling cost
+    (``best_of_n_distribution`` gives its exact distribution). It is not rejection sampling,
+    which accepts each sample with a probability chosen so that the accepted ones follow a
+    given target distribution.
 
     Returns ``BestOfNResult(best, index, scores)``: ``scores`` [N] float, ``index`` the first
     position of the maximum. Raises on no candidates or a NaN score.
@@ -95,3 +106,36 @@ def best_of_n(candidates: Sequence, score: Callable[[Any], float]) -> BestOfNRes
         raise ValueError(f"score: returned NaN for candidate {i}: {candidates[i]!r}")
     index = int(np.argmax(scores))
     return BestOfNResult(candidates[index], index, scores)
+
+
+def best_of_n_distribution(probs, rewards, n: int) -> np.ndarray:
+    """The exact distribution of best-of-n over K outcomes: ``[K]`` probabilities.
+
+    Draw n outcomes independently from ``probs`` [K] and keep the one with the highest
+    ``rewards`` [K] (``best_of_n``: the first of the tied maxima). Group the outcomes by
+    reward level; with ``F(l)`` the probability that one draw has reward ``<= l`` and
+    ``F(l-)`` that it has reward ``< l``, the kept outcome has level ``l`` with probability
+    ``F(l)**n - F(l-)**n`` (the best of n lies at ``l``), and within a level it is distributed
+    as ``probs`` restricted to that level (the first draw to reach it is a plain draw).
+
+    Its KL to the sampling policy is at most ``log n - (n - 1) / n``, with equality when no two
+    outcomes share a reward and no outcome has a large probability (Beirami et al., 2024).
+    """
+    p = as_float_array("probs", probs, ndim=1)
+    r = as_float_array("rewards", rewards, ndim=1)
+    if r.shape != p.shape:
+        raise ValueError(f"rewards: expected shape {p.shape} (one per outcome), got {r.shape}")
+    if p.size == 0 or (p < 0).any() or not np.isclose(p.sum(), 1.0, atol=1e-9):
+        raise ValueError(f"probs: expected probabilities >= 0 summing to 1, got sum {p.sum()}")
+    if not np.isfinite(r).all():
+        raise ValueError(f"rewards: expected finite numbers, got {r}")
+    n = check_count("n", n)
+    levels, level_of = np.unique(r, return_inverse=True)  # levels sorted ascending
+    mass = np.bincount(level_of, weights=p, minlength=levels.size)
+    below_or_at = np.cumsum(mass)
+    below = below_or_at - mass
+    # clip: cumulative sums may exceed 1 by a rounding error
+    level_prob = np.clip(below_or_at, 0, 1) ** n - np.clip(below, 0, 1) ** n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        within = np.where(mass[level_of] > 0, p / mass[level_of], 0.0)
+    return within * level_prob[level_of]
