@@ -100,7 +100,8 @@ __all__ = [
     "keep_freed_memory",
     # core.importance
     "importance_weights", "importance_estimate", "ImportanceEstimate", "effective_sample_size",
-    "per_decision_estimate", "PerDecisionEstimate", "direct_method_estimate", "doubly_robust_estimate",
+    "per_decision_estimate", "PerDecisionEstimate", "direct_method_estimate",
+    "doubly_robust_estimate",
     # core.kl
     "exact_kl", "sampled_log_ratio", "kl_estimate", "kl_penalized_rewards",
     # core.lm
