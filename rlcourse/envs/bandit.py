@@ -53,7 +53,10 @@ class Bandit:
         self._clear()
 
     def _clear(self) -> None:
-        self.means = self._start_means.copy()  # drifting means start over on every reset
+        # Drifting means start over on every reset. Column-major storage keeps the row-wise
+        # max over a few arms, needed after every drift step, cheap.
+        self.means = np.array(self._start_means, order="F")
+        self._rows = np.arange(self.n)
         self.optimal_arm = self.means.argmax(axis=1)
         self._best = self.means.max(axis=1)
         self.regret = np.zeros(self.n)
@@ -80,7 +83,7 @@ class Bandit:
     def step(self, actions) -> np.ndarray:
         """Pull arm ``actions[i]`` in copy ``i``; returns rewards ``[n]`` float64."""
         actions = check_actions(actions, self.n, self.arms)
-        chosen = self.means[np.arange(self.n), actions]
+        chosen = self.means[self._rows, actions]
         self.regret += self._best - chosen
         self.optimal_pulls += actions == self.optimal_arm
         self.steps += 1
@@ -88,5 +91,5 @@ class Bandit:
         if self.drift > 0:
             self.means += self.drift * self._rng.normal(size=self.means.shape)
             self.optimal_arm = self.means.argmax(axis=1)
-            self._best = self.means.max(axis=1)
+            self._best = self.means[self._rows, self.optimal_arm]
         return rewards

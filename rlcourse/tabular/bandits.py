@@ -254,6 +254,7 @@ def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     learn = agent._apply if isinstance(agent, _Agent) else agent.update
     means = getattr(env, "means", None)
     moving = means is not None and getattr(env, "drift", 0.0) > 0  # means change every step
+    counted = isinstance(getattr(env, "regret", None), np.ndarray)
     rewards = np.empty((steps, env.n))
     optimal = np.empty((steps, env.n), dtype=bool)
     actions = np.empty((steps, env.n), dtype=np.min_scalar_type(-env.num_actions))
@@ -263,8 +264,13 @@ def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
         actions[t] = a
         if moving:  # the means of this step: a drifting env moves them inside step()
             optimal[t] = a == env.optimal_arm
-            regret[t] = env.means.max(axis=1) - env.means[rows, a]
+            if counted:  # the env's own running regret already holds best - chosen
+                before = env.regret.copy()
+            else:
+                regret[t] = env.means.max(axis=1) - env.means[rows, a]
         rewards[t] = env.step(a)
+        if moving and counted:
+            regret[t] = env.regret - before
         learn(a, rewards[t])
     if not moving:
         optimal[:] = actions == env.optimal_arm
