@@ -119,7 +119,8 @@ def _sample_average_explain(case, got, expected):
 register(
     "sample_average_update", _sample_average_reference, _sample_average_cases,
     explain=_sample_average_explain,
-    hint="the new reward is one of N[a] + 1 rewards: move Q[a] towards it by 1/(that count)",
+    hint="the mean of n numbers follows from the mean of the first n - 1 and the new one; "
+         "which count is n here?",
 )
 
 # ------------------------------------------------------------------ epsilon_greedy_actions
@@ -408,8 +409,8 @@ def _cumulative_regret_explain(case, got, expected):
 register(
     "cumulative_regret", _cumulative_regret_reference, _cumulative_regret_cases,
     explain=_cumulative_regret_explain,
-    hint="regret uses the true means, not the rewards: each step loses (best mean of that "
-         "problem - mean of the arm pulled); accumulate over time",
+    hint="regret is measured with the true means, not the noisy rewards, each problem "
+         "against its own best arm, and it adds up over time",
 )
 
 # -------------------------------------------------------------------------- recency_weights
