@@ -292,10 +292,10 @@ print("recorded regret = the environment's own; the same seed gives the same run
 # **The testbed.** 2000 problems, 1000 steps, every method with Sutton & Barto's settings.
 # `rc.run_bandit` re-seeds the problems, so every agent faces the same 2000 bandits. The
 # optimistic agent uses a constant step size of 0.1 (as in their figure 2.3), so its optimism
-# fades geometrically with the pulls of each arm rather than vanishing at the first. To see what the gradient bandit's baseline is for,
-# one more agent runs *without* a baseline on the same problems with every mean raised by 4,
-# so nearly every reward is positive (with its baseline the agent cannot tell the difference,
-# as Check it showed).
+# fades geometrically with the pulls of each arm rather than vanishing at the first. To see
+# what the gradient bandit's baseline is for, one more agent runs *without* a baseline on the
+# same problems with every mean raised by 4, so nearly every reward is positive (with its
+# baseline the agent cannot tell the difference, as Check it showed).
 
 # %%
 agents = {

@@ -291,9 +291,9 @@ assert np.isclose(V_unmasked[24], 1 / (1 - GAMMA)) and V_unmasked[0] > V_masked[
 #
 # **Two policies in a maze.** A GridWorld with walls (`W`) and a hole (`H`, terminal, entering
 # it pays -1), and two policies: uniformly random, and one that heads for the goal, moving
-# RIGHT or DOWN with equal probability. Where does each end up? The probability of ending in the hole is
-# itself a value: the value, at $\gamma = 1$, of a reward of 1 for entering the hole and 0 for
-# everything else. So the same solver answers it.
+# RIGHT or DOWN with equal probability. Where does each end up? The probability of ending in
+# the hole is itself a value: the value, at $\gamma = 1$, of a reward of 1 for entering the
+# hole and 0 for everything else. So the same solver answers it.
 
 # %%
 maze = rc.GridWorld(layout=["S....", ".WW..", "...H.", ".W...", "....G"], step_reward=-0.01,

@@ -352,8 +352,9 @@ assert abs(unlimited - V_success[0]) < 4 * se
 assert abs(limited - within[0]) < 4 * se and within[0] < V_success[0] - 4 * se
 
 # %% [markdown]
-# Without a limit the simulation agrees with $V^*$ within sampling error. With the limit it
-# falls short, and the exact chance of reaching the goal within 100 steps (100 sweeps of the
+# Without a limit the simulation agrees with $V^*$ within sampling error (the two simulated
+# rates share their episodes, so they err in the same direction). With the limit it falls
+# short, and the exact chance of reaching the goal within 100 steps (100 sweeps of the
 # policy's own evaluation at $\gamma = 1$, lesson 02) says by how much: the optimal policy is
 # patient, happy to shuffle for many steps to avoid a hole, and some episodes need more than
 # 100. Whether that is a flaw depends on the task. If the time limit is part of the task, the
@@ -456,7 +457,7 @@ plt.show()
 # | $\gamma = 1$ hangs or raises `singular matrix` | some policy never reaches a terminal state | use $\gamma < 1$ or cap the iterations (the reference raises a clear error) |
 # | the greedy policy walks into a hole | reading the policy from $V$ without the model: $\arg\max_{s'} V(s')$ | take $\arg\max_a Q(s, a)$, which includes the slip probabilities |
 # | an arrow points at a hole | a tie broken by the lowest index | draw every best action; check $Q$ before blaming the solver |
-# | a DP-optimal policy does worse under a time limit | the limit is not in the model | put the time left in the state, or discount |
+# | a DP-optimal policy does worse under a time limit | the limit is not in the model | if the limit is part of the task, put the time left in the state (exercise 3) |
 # | DP is used where the model is unknown | $P$ and $R$ are not available in most problems | sample-based methods: Monte Carlo and TD (lessons 04-06) |
 
 # %% [markdown]
