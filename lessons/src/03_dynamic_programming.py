@@ -219,10 +219,12 @@ def my_value_iteration(P, R, gamma, terminal):
 assert rc.exercises.check("value_iteration", my_value_iteration)
 
 # %% [markdown]
-# The reference's value iteration, with a record of the largest change per sweep:
+# The reference's value iteration, with a record of the largest change per sweep, and the
+# backup it calls (`r` is the expected reward `[S, A]`, zero on terminal rows):
 
 # %%
 print(inspect.getsource(rc.value_iteration))
+print(inspect.getsource(rc.tabular.dp._backup))
 
 # %% [markdown]
 # ## Check it
