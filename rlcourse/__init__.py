@@ -149,8 +149,8 @@ __all__ = [
     # tabular.control
     "ControlResult", "mc_control", "q_learning", "sarsa", "expected_sarsa",
     # tabular.dp
-    "expected_rewards", "q_from_v", "greedy", "bellman_optimality_backup", "policy_evaluation",
-    "policy_evaluation_exact", "value_iteration", "policy_iteration",
+    "expected_rewards", "q_from_v", "greedy", "policy_dynamics", "bellman_optimality_backup",
+    "policy_evaluation", "policy_evaluation_exact", "value_iteration", "policy_iteration",
     # tabular.exploration
     "epsilon_greedy", "epsilon_greedy_probs",
     # tabular.prediction
