@@ -133,7 +133,10 @@ def test_loop_stores_final_obs_and_only_true_terminations(monkeypatch):
     monkeypatch.setattr(sys.modules["rlcourse.algos.dqn"], "ReplayBuffer", Recording)
     env = CartPole(n=2, max_steps=15)  # short time limit: both kinds of episode end occur
     model = lambda p, o: rc.mlp(p, o, "relu")
-    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 400, learning_starts=10_000, seed=0)
+    # Random actions throughout (epsilon stays 1): a random policy fails within 15 steps in
+    # about a third of the episodes, so both endings occur whatever the seed (checked on 0-3).
+    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 400, learning_starts=10_000, seed=0,
+           epsilon_end=1.0)
     next_obs = np.concatenate([s[0] for s in stored])
     terminated = np.concatenate([s[1] for s in stored])
     outside = (np.abs(next_obs[:, 0]) > X_THRESHOLD) | (np.abs(next_obs[:, 2]) > THETA_THRESHOLD)
@@ -222,7 +225,7 @@ def _keep_best_run(**extra):
     model = lambda p, o: rc.mlp(p, o, "relu")
     return rc.dqn(CartPole(), model, rc.mlp_init([4, 32, 2], seed=0), 8_000, learning_starts=500,
                   train_freq=100, gradient_steps=50, target_update=50, exploration_fraction=0.3,
-                  seed=1, **extra)
+                  seed=2, **extra)  # greedy scores 10 at step 500, 45 at 5,500, 9 at the end
 
 
 def _assert_best_is_honest(res, eval_env, episodes, eval_seed):

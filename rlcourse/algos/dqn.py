@@ -285,7 +285,9 @@ def dqn(
         raise ValueError("keep_best: needs eval_env, the environment the greedy policy is scored on")
 
     n, num_actions = env.n, env.num_actions
-    rng = np.random.default_rng(seed)
+    # The agent's stream (exploration, minibatches) is a child of SeedSequence(seed), so it is
+    # independent of the environment's episode starts, which reset(seed=seed) also draws from seed.
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     epsilon = linear_schedule(epsilon_start, epsilon_end, max(1, int(exploration_fraction * total_steps)))
     buffer = ReplayBuffer(min(buffer_size, total_steps), env.observation_shape, dtype)
     # The optimiser and the target copy work on one flat vector; the model sees tree views of it.
