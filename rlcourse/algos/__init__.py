@@ -2,6 +2,7 @@
 
 from .actor_critic import *  # noqa: F401,F403
 from .dqn import *  # noqa: F401,F403
+from .dqn_diagnostics import *  # noqa: F401,F403
 from .evaluate import *  # noqa: F401,F403
 from .ppo import *  # noqa: F401,F403
 from .reinforce import *  # noqa: F401,F403
