@@ -20,7 +20,8 @@ to ``--out``):
   share of greedy actions flipped by the phase, mean max Q; and every 2,560 steps, on 100 of
   those states, mean max Q against the greedy policy's realised discounted return from them.
 
-    python benchmarks/dqn_sweep.py --tag baseline --seeds 0 1 2 --out /tmp/dqn.jsonl [--diag]
+    python benchmarks/dqn_sweep.py --tag preset --seeds 0 1 2 --out /tmp/dqn.jsonl [--diag]
+    python benchmarks/dqn_sweep.py --tag constant-lr --set anneal_lr=False --out /tmp/dqn.jsonl
     python benchmarks/dqn_sweep.py --tag lr1e-3 --set lr=1e-3 --seeds 0 1 2 --out /tmp/dqn.jsonl
     python benchmarks/dqn_sweep.py --summary /tmp/dqn.jsonl
 """
@@ -148,27 +149,66 @@ def run(seed: int, steps: int, settings: dict, net: list[int], diag: bool,
 
 
 def summary(path: str) -> None:
+    """Per tag: final >= 475, mean final, share of late evaluations >= 475, how often a good
+    evaluation was followed by a bad one at the next (all, and from step 40k on; the final
+    score counts as the last evaluation), the median step of the first good one (over the seeds
+    that had one), times; with diagnostics, medians over the phases from step 25k (and over
+    the last 5k steps) of the action gap and the change per phase, the share of flipped greedy
+    actions, the mean over seeds of (mean max Q - realised return) at the checkpoints from 25k,
+    and on how many seeds the mean max Q passed 100 = 1 / (1 - 0.99)."""
     rows = defaultdict(dict)
     meta = {}
     for line in open(path):
         r = json.loads(line)
         rows[r["tag"]][r["seed"]] = r
         meta[r["tag"]] = r["settings_diff"]
-    print(f"{'tag':<22} {'n':>2} {'>=475':>6} {'mean':>6} {'late':>5} {'wall s':>6} {'cpu s':>6}  "
-          "final per seed")
+    print(f"{'tag':<16} {'>=475':>6} {'mean':>6} {'late':>5} {'drops':>7} {'drops40k':>8} "
+          f"{'first':>6} {'wall s':>6} {'cpu s':>5}  final per seed   settings")
     for tag, by_seed in rows.items():
-        seeds = sorted(by_seed)
-        finals = [by_seed[s]["final"] for s in seeds]
-        ok = sum(f >= MARK for f in finals)
-        walls = [by_seed[s]["wall"] for s in seeds]
-        cpus = [by_seed[s].get("cpu", np.nan) for s in seeds]
-        per = " ".join(f"{s}:{f:.0f}" for s, f in zip(seeds, finals))
+        runs = [by_seed[s] for s in sorted(by_seed)]
+        finals = [r["final"] for r in runs]
         # Share of the evaluations from step 40,000 on that reached the mark: how often the
         # policy late in training is a good one, a less noisy figure than one final score.
-        late = [score >= MARK for s in seeds for step, score in by_seed[s]["evals"] if step >= 40_000]
-        print(f"{tag:<22} {len(seeds):>2} {ok:>2}/{len(seeds):<3} {np.mean(finals):>6.1f} "
-              f"{np.mean(late):>5.2f} "
-              f"{np.mean(walls):>6.1f} {np.mean(cpus):>6.1f}  {per}   {meta[tag]}")
+        late = [score >= MARK for r in runs for step, score in r["evals"] if step >= 40_000]
+        drops = {0: [0, 0], 40_000: [0, 0]}
+        first = []
+        for r in runs:
+            ev = [*r["evals"], (r["steps"], r["final"])]
+            good = [step for step, score in ev if score >= MARK]
+            first.append(good[0] if good else np.nan)
+            for (step, a), (_, b) in zip(ev[:-1], ev[1:]):
+                for lo in drops:
+                    if step >= lo and a >= MARK:
+                        drops[lo][0] += b < MARK
+                        drops[lo][1] += 1
+        per = " ".join(f"{r['seed']}:{r['final']:.0f}" for r in runs)
+        reached = [f for f in first if np.isfinite(f)]  # median over the seeds that got there
+        first_good = np.median(reached) if reached else np.nan
+        print(f"{tag:<16} {sum(f >= MARK for f in finals):>2}/{len(runs):<3} {np.mean(finals):>6.1f} "
+              f"{np.mean(late):>5.2f} {drops[0][0]:>3}/{drops[0][1]:<3} {drops[40_000][0]:>4}/"
+              f"{drops[40_000][1]:<3} {first_good:>6.0f} "
+              f"{np.mean([r['wall'] for r in runs]):>6.1f} "
+              f"{np.mean([r.get('cpu', np.nan) for r in runs]):>5.1f}  {per}   {meta[tag]}")
+    print(f"\n{'tag':<16} {'gap':>6} {'change':>6} {'flips':>6} {'gap 45k+':>8} {'chg 45k+':>8} "
+          f"{'Q - G':>6} {'Q>100':>6}   (diagnostics runs only)")
+    for tag, by_seed in rows.items():
+        runs = [r for r in by_seed.values() if "phase" in r]
+        if not runs:
+            continue
+        med = defaultdict(list)
+        for r in runs:
+            ph = np.array(r["phase"])
+            for name, lo, col in (("gap", 25_000, 1), ("chg", 25_000, 2), ("flips", 25_000, 3),
+                                  ("gap45", 45_000, 1), ("chg45", 45_000, 2)):
+                rows_in = ph[ph[:, 0] >= lo, col]
+                med[name].append(np.mean(rows_in) if name == "flips" else np.median(rows_in))
+            ov = np.array(r["over"])
+            late_ov = ov[ov[:, 0] >= 25_000]
+            med["over"].append(np.mean(late_ov[:, 1] - late_ov[:, 2]))
+            med["above"].append(ph[:, 4].max() > 100)
+        print(f"{tag:<16} {np.mean(med['gap']):>6.3f} {np.mean(med['chg']):>6.3f} "
+              f"{np.mean(med['flips']):>6.3f} {np.mean(med['gap45']):>8.3f} {np.mean(med['chg45']):>8.3f} "
+              f"{np.mean(med['over']):>+6.1f} {sum(med['above']):>3}/{len(runs)}")
 
 
 def main() -> None:
