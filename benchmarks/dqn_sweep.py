@@ -233,7 +233,8 @@ def main() -> None:
     settings = {**rc.DQN_CARTPOLE, **{k: v for k, v in diff.items() if k != "net"}}
     for seed in args.seeds:
         r = run(seed, args.steps, settings, args.net, args.diag, args.dense_from)
-        r.update(tag=args.tag, settings_diff=diff, steps=args.steps)
+        # The full settings too: the preset's values change between commits, the diff does not.
+        r.update(tag=args.tag, settings_diff=diff, settings=settings, steps=args.steps)
         with open(args.out, "a") as f:
             f.write(json.dumps(r) + "\n")
         print(f"{args.tag} seed {seed}: final {r['final']:.1f}  wall {r['wall']:.1f} s  "
