@@ -284,13 +284,20 @@ def test_ppo_solves_cartpole_with_200k_steps():
     assert _greedy_eval(model, result.params).mean == 500.0
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_ppo_cartpole_preset(seed):
-    model, params = rc.make_actor_critic(4, 2, seed=seed)
-    result = rc.ppo(rc.CartPole(n=8, seed=seed), model, params, seed=seed, **rc.PPO_CARTPOLE)
-    assert result.steps <= 50_000
-    assert np.nanmax(result.history["mean_return"]) >= 475.0  # mean of the last 20 training episodes
-    assert _greedy_eval(model, result.params).mean == 500.0
+def test_ppo_cartpole_preset_over_five_seeds():
+    """What PPO_CARTPOLE's comment says: the greedy policy scores 500 on at least four of seeds
+    0-4. The five runs go side by side (each is rc.ppo's run: tests/test_sweep.py)."""
+    seeds = range(5)
+    settings = {k: v for k, v in rc.PPO_CARTPOLE.items()
+                if k not in ("total_steps", "rollout", "epochs", "minibatch")}
+    runs = rc.ppo_sweep([rc.CartPole(n=8, seed=s) for s in seeds],
+                        [rc.make_actor_critic(4, 2, seed=s)[1] for s in seeds],
+                        rc.PPO_CARTPOLE["total_steps"], [dict(settings, seed=s) for s in seeds],
+                        rollout=rc.PPO_CARTPOLE["rollout"], epochs=rc.PPO_CARTPOLE["epochs"],
+                        minibatch=rc.PPO_CARTPOLE["minibatch"])
+    scores = [_greedy_eval(rc.actor_critic_model, run.params).mean for run in runs]
+    assert all(run.steps <= 50_000 for run in runs)
+    assert sum(score == 500.0 for score in scores) >= 4, scores
 
 
 def test_callback_params_are_snapshots_and_dtype_option(capsys):
