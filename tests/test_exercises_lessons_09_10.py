@@ -73,7 +73,7 @@ def test_td_errors_wrong_answers(fn, diagnosis, capsys):
     rejects("td_errors", fn, diagnosis, capsys)
 
 
-def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values"):
+def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values", late=False):
     def fn(rewards, values, next_values, terminated, truncated, gamma, lam):
         zeroed = {"terminated": terminated, "done": terminated | truncated,
                   "nothing": np.zeros_like(terminated)}[zero]
@@ -83,7 +83,8 @@ def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values"):
         adv = np.zeros_like(deltas)
         following = np.zeros(deltas.shape[1:])
         for t in reversed(range(len(deltas))):
-            following = deltas[t] + (gamma if carry_gamma else 1) * lam * (1 - cut[t]) * following
+            c = (cut[t + 1] if t + 1 < len(deltas) else 0) if late else cut[t]
+            following = deltas[t] + (gamma if carry_gamma else 1) * lam * (1 - c) * following
             adv[t] = following
         return adv, adv + (values if returns == "values" else next_values)
     return fn
@@ -96,6 +97,7 @@ def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values"):
     (_gae(zero="nothing"), "you bootstrap from the terminal state at t=3"),
     (_gae(carry_gamma=False), "you left out gamma"),
     (_gae(returns="next"), "not + next_values"),
+    (_gae(late=True), "you cut the carry one step late"),
     (lambda *args: _gae()(*args)[0], "return a pair (advantages, returns)"),
 ])
 def test_gae_wrong_answers(fn, diagnosis, capsys):
@@ -118,13 +120,13 @@ def test_gae_right_answer_written_forwards():
     assert exercises.check("gae", forward, verbose=False)
 
 
-def _a2c(sign=1.0, half=0.5, use_logp=True, use_vf=True):
+def _a2c(sign=1.0, half=0.5, use_logp=True, use_vf=True, reduce=rc.mean):
     def fn(params, model, obs, actions, advantages, returns, vf_coef=0.5):
         logits, values = model(params, obs)
         log_p = rc.categorical_log_prob(logits, actions)
         score = log_p if use_logp else rc.exp(log_p)
-        policy = -sign * rc.mean(score * advantages)
-        value = half * rc.mean(rc.square(values - returns))
+        policy = -sign * reduce(score * advantages)
+        value = half * reduce(rc.square(values - returns))
         return policy + (vf_coef if use_vf else 1.0) * value
     return fn
 
@@ -134,6 +136,7 @@ def _a2c(sign=1.0, half=0.5, use_logp=True, use_vf=True):
     (_a2c(half=1.0), "the value term is 1/2 the mean squared error"),
     (_a2c(use_logp=False), "the policy term uses log pi(a|s)"),
     (_a2c(use_vf=False), "you ignore vf_coef"),
+    (_a2c(reduce=rc.sum), "you sum over the batch"),
     (lambda *args, **kw: np.array([1.0, 2.0]), "return the loss as one number"),
 ])
 def test_a2c_loss_wrong_answers(fn, diagnosis, capsys):
@@ -254,10 +257,12 @@ def test_ppo_clip_objective_wrong_answers(fn, diagnosis, capsys):
     rejects("ppo_clip_objective", fn, diagnosis, capsys)
 
 
-def _ppo_loss(sign=1.0, objective="min", invert=False, half=0.5, use_vf=True):
+def _ppo_loss(sign=1.0, objective="min", invert=False, half=0.5, use_vf=True, recompute=False):
     def fn(params, model, obs, actions, old_log_probs, advantages, returns, eps=0.2, vf_coef=0.5):
         logits, values = model(params, obs)
         log_probs = rc.categorical_log_prob(logits, actions)
+        if recompute:  # "old" log-probs from the current parameters
+            old_log_probs = rc.categorical_log_prob(model(params, obs)[0], actions)
         ratio = rc.exp(old_log_probs - log_probs) if invert else rc.exp(log_probs - old_log_probs)
         clipped = rc.clip(ratio, 1 - eps, 1 + eps) * advantages
         chosen = {"min": rc.minimum(ratio * advantages, clipped),
@@ -275,6 +280,7 @@ def _ppo_loss(sign=1.0, objective="min", invert=False, half=0.5, use_vf=True):
     (_ppo_loss(invert=True), "the ratio is upside down"),
     (_ppo_loss(half=1.0), "the value term is 1/2"),
     (_ppo_loss(use_vf=False), "you ignore vf_coef"),
+    (_ppo_loss(recompute=True), "your ratios are all 1"),
 ])
 def test_ppo_loss_wrong_answers(fn, diagnosis, capsys):
     rejects("ppo_loss", fn, diagnosis, capsys)
@@ -330,8 +336,10 @@ def test_dual_clip_wrong_answers(fn, diagnosis, capsys):
     rejects("dual_clip_objective", fn, diagnosis, capsys)
 
 
-def _clipped_value(pick=np.maximum, clipped_only=False, half=0.5, clip_values=False):
+def _clipped_value(pick=np.maximum, clipped_only=False, half=0.5, clip_values=False,
+                   fixed_eps=None):
     def fn(values, old_values, returns, eps):
+        eps = eps if fixed_eps is None else fixed_eps
         if clip_values:
             moved = np.clip(values, old_values - eps, old_values + eps)
         else:
@@ -347,6 +355,7 @@ def _clipped_value(pick=np.maximum, clipped_only=False, half=0.5, clip_values=Fa
     (_clipped_value(pick=np.minimum), "you take the min"),
     (_clipped_value(clipped_only=True), "you use the clipped error alone"),
     (_clipped_value(half=1.0), "the value loss is 1/2 the mean squared error"),
+    (_clipped_value(fixed_eps=0.2), "[fail] large moves, eps=0.5"),
 ])
 def test_clipped_value_loss_wrong_answers(fn, diagnosis, capsys):
     rejects("clipped_value_loss", fn, diagnosis, capsys)

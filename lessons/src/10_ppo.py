@@ -487,12 +487,12 @@ assert all(dips_ok) and spread["trained"] < 0.1 * spread["untrained"]
 #
 # **Troubleshooting, demonstrated.** The first row of the table in *Pitfalls*: a learning rate
 # 20 times larger ($0.1$), no annealing, against the lesson's rate without annealing, and the
-# remedy the PPO paper's follow-ups use: stop an update's epochs early once its KL passes a
-# target, `target_kl=0.02`. In the same sweep, one run per seed for each of the "details" the
+# remedy Spinning Up's and Stable-Baselines3's PPO offer: stop an update's epochs early once
+# its KL passes a target, `target_kl=0.02`. In the same sweep, one run per seed for each of the "details" the
 # *37 implementation details* write-up (Huang et al., 2022) lists, switched off (or on) one at
 # a time: advantage normalisation, value clipping (off in `rc.ppo`, so here switched on),
 # gradient clipping, orthogonal initialisation (replaced by PyTorch's default for linear
-# layers) and annealing. 24 runs of 25 000 steps, half the budget above, where the runs are
+# layers, which also drops the 0.01 scale of the policy's last layer) and annealing. 24 runs of 25 000 steps, half the budget above, where the runs are
 # still learning.
 
 # %%

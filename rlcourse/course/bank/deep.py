@@ -170,12 +170,13 @@ def _gae_cases():
     ]
 
 
-def _gae_recursion(r, v, nv, term, gamma, lam, stop, carry_gamma=True):
+def _gae_recursion(r, v, nv, term, gamma, lam, stop, carry_gamma=True, late=False):
     deltas = r + gamma * np.where(term, 0.0, nv) - v
     adv = np.zeros_like(deltas)
     following = np.zeros(deltas.shape[1:])
     for t in range(len(deltas) - 1, -1, -1):
-        following = deltas[t] + (gamma if carry_gamma else 1.0) * lam * (1 - stop[t]) * following
+        cut = (stop[t + 1] if t + 1 < len(deltas) else np.zeros_like(stop[t])) if late else stop[t]
+        following = deltas[t] + (gamma if carry_gamma else 1.0) * lam * (1 - cut) * following
         adv[t] = following
     return adv
 
@@ -206,6 +207,9 @@ def _gae_explain(case, got, expected):
                 "r - V(s)")
     if np.allclose(adv, _gae_recursion(r, v, nv, term, gamma, lam, term | trunc, False)):
         return "the carry is gamma * lam * A[t+1]: you left out gamma"
+    if np.allclose(adv, _gae_recursion(r, v, nv, term, gamma, lam, term | trunc, late=True)):
+        return ("you cut the carry one step late: whether A[t+1] belongs to t's episode depends on "
+                "done[t] (did the episode end at t?), not on done[t+1]")
     return None
 
 
@@ -249,12 +253,12 @@ def _a2c_cases():
 
 
 def _a2c_variant(params, model, obs, actions, adv, ret, vf, sign=1.0, half=0.5, use_logp=True,
-                 use_vf=True):
+                 use_vf=True, reduce=np.mean):
     logits, values = model(params, obs)
     log_p = np.asarray(ad.log_softmax(logits))[np.arange(len(actions)), actions]
     score = log_p if use_logp else np.exp(log_p)
-    policy = -sign * np.mean(score * adv)
-    value = half * np.mean((np.asarray(values) - ret) ** 2)
+    policy = -sign * reduce(score * adv)
+    value = half * reduce((np.asarray(values) - ret) ** 2)
     return policy + (vf if use_vf else 1.0) * value
 
 
@@ -271,6 +275,8 @@ def _a2c_explain(case, got, expected):
         (dict(use_logp=False), "the policy term uses log pi(a|s), not pi(a|s): the score "
                                "function is the gradient of the log-probability"),
         (dict(use_vf=False), "you ignore vf_coef: the value term is weighted by it"),
+        (dict(reduce=np.sum), "you sum over the batch: take the mean, so the step size does not "
+                              "grow with the batch"),
     ):
         if np.isclose(got, _a2c_variant(*case.args, **kwargs)):
             return why
@@ -565,10 +571,11 @@ def _ppo_loss_cases():
 
 
 def _ppo_variant(params, model, obs, actions, old, adv, ret, eps, vf, sign=1.0, half=0.5,
-                 objective="min", invert=False, use_vf=True):
+                 objective="min", invert=False, use_vf=True, recomputed=False):
     logits, values = model(params, obs)
     logp = np.asarray(ad.log_softmax(logits))[np.arange(len(actions)), actions]
     ratio = np.exp(old - logp) if invert else np.exp(logp - old)
+    ratio = np.ones_like(ratio) if recomputed else ratio
     clipped = np.clip(ratio, 1 - eps, 1 + eps) * adv
     pick = {"min": np.minimum(ratio * adv, clipped), "max": np.maximum(ratio * adv, clipped),
             "none": ratio * adv}[objective]
@@ -590,6 +597,9 @@ def _ppo_loss_explain(case, got, expected):
         (dict(invert=True), "the ratio is upside down: pi_new / pi_old = exp(log pi - old_log_probs)"),
         (dict(half=1.0), "the value term is 1/2 the mean squared error"),
         (dict(use_vf=False), "you ignore vf_coef: the value term is weighted by it"),
+        (dict(recomputed=True), "your ratios are all 1: the old log-probabilities must be the "
+                                "ones stored at collection time (old_log_probs), not recomputed "
+                                "from the current parameters"),
     ):
         if np.isclose(got, _ppo_variant(*case.args, **kwargs)):
             return why
@@ -740,6 +750,7 @@ def _clipped_value_cases():
         Case("small moves, all inside eps", (old + rng.uniform(-0.1, 0.1, 40), old, returns, 0.2)),
         Case("large moves, both towards and away from the targets",
              (old + rng.normal(scale=1.0, size=40), old, returns, 0.2)),
+        Case("large moves, eps=0.5", (old + rng.normal(scale=1.0, size=40), old, returns, 0.5)),
     ]
 
 
