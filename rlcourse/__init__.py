@@ -25,6 +25,7 @@ from .algos.models import *  # noqa: E402,F401,F403
 from .algos.ppo import *  # noqa: E402,F401,F403
 from .algos.reinforce import *  # noqa: E402,F401,F403
 from .algos.rollout import *  # noqa: E402,F401,F403
+from .algos.sweep import *  # noqa: E402,F401,F403
 from .algos.trainer import *  # noqa: E402,F401,F403
 from .core.autodiff import *  # noqa: E402,F401,F403
 from .core.blas import *  # noqa: E402,F401,F403
@@ -85,6 +86,8 @@ __all__ = [
     "collect_episodes",
     # algos.rollout
     "Rollout", "collect_rollout", "policy_step", "explained_variance",
+    # algos.sweep
+    "ppo_sweep", "actor_critic_sweep",
     # algos.trainer
     "TrainResult", "TrainingLog", "Progress", "Learner", "FlatParams", "RECENT_EPISODES", "average",
     "standardise",
