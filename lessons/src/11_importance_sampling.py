@@ -825,8 +825,8 @@ plt.show()
 # stays within a few standard errors of the truth up to $T = 20$. At $T = 50$ and $100$ the
 # typical log misses the huge weights too, so the median estimate lands well below the truth
 # (the "median error" row, asserted below $-10\%$); the average over 200 logs then depends on
-# whether one of them happened to draw a huge weight, and its printed bias/s.e. swings from run
-# to run. Weighted per-decision IS beats both ordinary estimators from $T = 5$ on and is the most
+# whether a few of them happened to draw a huge weight (the worst 5 logs carry most of its
+# squared error, printed last), so its bias/s.e. there is no reliable test either way. Weighted per-decision IS beats both ordinary estimators from $T = 5$ on and is the most
 # accurate estimator without a model from $T = 10$ on, by both measures (at short horizons it
 # ties with weighted full-trajectory IS, and at $T = 1$ the two are the same estimator), but its
 # bias is no longer negligible at $T = 100$. Ignoring the weights has a fixed relative error, the
@@ -969,16 +969,17 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Without the ratio, every step after the first climbs the wrong objective: the batch weights each
-# article by how often the behaviour showed it, so the policy drifts towards articles the
-# behaviour liked and that did well, not simply the best ones; it ends lower than with the ratio
-# (bands: the range over the 5 batches; the last line counts the batches). With the ratio, each step estimates
-# the current policy's gradient, and one batch carries the policy most of the way to the best
-# policy. But look where it ends: the batch's ESS for the final policy is a small fraction of
-# its visits, so the estimates guiding the last steps rest on a few visits, and on a smaller
-# batch they would be noise. PPO's clip zeroes a sample's gradient once its ratio has left
-# $[1 - \epsilon, 1 + \epsilon]$ in the direction its advantage pushes: the policy stops while the
-# batch still describes it well (ESS near $n$), and PPO collects a fresh batch before going on.
+# Without the ratio, every step after the first climbs the wrong objective: $\sum_i A_i
+# \log\pi_\theta(a_i|x_i)$ counts each article as often as the behaviour showed it, so the policy
+# is pulled towards articles the behaviour showed often and that did well, not simply the best
+# ones; it ends lower than with the ratio (bands: the range over the 5 batches; the last printed
+# line counts the batches). With the ratio, each step estimates the current policy's gradient,
+# and one batch carries the policy most of the way to the best policy. But look where it ends:
+# the batch's ESS for the final policy is a small fraction of its visits, so the estimates
+# guiding the last steps rest on few effective samples. PPO's clip zeroes a sample's gradient
+# once its ratio has left $[1 - \epsilon, 1 + \epsilon]$ in the direction its advantage pushes:
+# the policy stops while the batch still describes it well (ESS near $n$), and PPO collects a
+# fresh batch before going on.
 # The same trade-off, how far to trust old data, is the whole of this lesson.
 
 # %% [markdown]
@@ -1190,8 +1191,8 @@ assert min(abs(weight_z["inverted: b / pi"]), abs(weight_z["stale: pi / b from n
 #    IS on the same log, the truncated estimate is `"a"` never higher, so biased low unless no
 #    ratio exceeds the cap; `"b"` unbiased, like per-decision IS; `"c"` sometimes higher,
 #    sometimes lower; `"d"` never lower. Finally try it on the long-horizon logs of Use it
-#    (`r, rho, truth = long_logs[100]`) with caps 1, 1.5 and 2: what happens to its typical
-#    error and to its bias, compared with per-decision IS?
+#    (`long_logs[100]` holds the rewards, the ratios and the true value at $T = 100$) with caps 1,
+#    1.5 and 2: what happens to its typical error and to its bias, compared with per-decision IS?
 
 # %% tags=["solution"]
 def truncated_per_decision(rewards, ratios, cap, gamma):
