@@ -108,7 +108,7 @@ __all__ = [
     # core.importance
     "importance_weights", "importance_estimate", "ImportanceEstimate", "effective_sample_size",
     "per_decision_estimate", "PerDecisionEstimate", "direct_method_estimate",
-    "doubly_robust_estimate",
+    "doubly_robust_estimate", "stepwise_doubly_robust_estimate", "StepwiseEstimate",
     # core.kl
     "exact_kl", "sampled_log_ratio", "kl_estimate", "kl_penalized_rewards",
     # core.lm

@@ -355,3 +355,108 @@ def test_leading_axes_are_independent_data_sets():
     w[2] = 0.0
     with pytest.raises(ValueError, match=r"every weight is 0 in data set \(2,\)"):
         rc.effective_sample_size(w)
+
+
+# ---------------------------------------------------------------- step-wise doubly robust
+
+def _chain(T, rng, n, deterministic):
+    """Episodes of T steps in which the state is the previous action (3 actions; -1 at the start):
+    reward table r[prev + 1, a], behaviour b and target pi fixed. Returns the logged data, the
+    exact Q/V of the target at every logged step and the target's exact value."""
+    r_table = rng.random((4, 3))
+    b, pi = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    Q = np.zeros((T, 4, 3))
+    V = np.zeros((T + 1, 4))
+    for t in range(T - 1, -1, -1):
+        Q[t] = r_table + V[t + 1][1:][None, :]  # after action a the next state is a
+        V[t] = Q[t] @ pi
+    a = rng.choice(3, size=(n, T), p=b)
+    prev = np.concatenate([np.full((n, 1), -1), a[:, :-1]], axis=1) + 1
+    mean_r = r_table[prev, a]
+    rewards = mean_r if deterministic else (rng.random((n, T)) < mean_r).astype(float)
+    steps = np.arange(T)
+    return rewards, pi[a] / b[a], Q[steps, prev, a], V[steps, prev], float(V[0, 0])
+
+
+def test_stepwise_dr_without_a_model_is_per_decision_is():
+    rng = np.random.default_rng(20)
+    r, rho = rng.normal(size=(6, 5)), rng.exponential(size=(6, 5))
+    zero = np.zeros_like(r)
+    est = rc.stepwise_doubly_robust_estimate(r, rho, zero, zero, 0.9)
+    assert tuple(est) == pytest.approx(tuple(rc.per_decision_estimate(r, rho, 0.9)))
+
+
+def test_stepwise_dr_by_hand():
+    r = np.array([[1.0, 0.0], [0.0, 2.0]])
+    rho = np.array([[2.0, 0.5], [0.5, 1.0]])
+    q = np.array([[0.5, 0.2], [0.4, 1.0]])
+    v = np.array([[0.6, 0.3], [0.6, 0.8]])
+    # episode 0: w = [2, 1], w_prev = [1, 2]: 2 (1 - 0.5) + 0.6 + 1 (0 - 0.2) + 2 (0.3) = 2.0
+    # episode 1: w = [0.5, 0.5], w_prev = [1, 0.5]: 0.5 (-0.4) + 0.6 + 0.5 (1.0) + 0.5 (0.8) = 1.3
+    est = rc.stepwise_doubly_robust_estimate(r, rho, q, v)
+    assert est.ordinary == pytest.approx((2.0 + 1.3) / 2)
+    # weighted: step 0 weights [0.8, 0.2], previous [0.5, 0.5]; step 1 [2/3, 1/3], previous [0.8, 0.2]
+    weighted = (0.8 * 0.5 + 0.2 * -0.4 + 0.6) + (2 / 3 * -0.2 + 1 / 3 * 1.0 + 0.8 * 0.3 + 0.2 * 0.8)
+    assert est.weighted == pytest.approx(weighted)
+
+
+def test_stepwise_dr_with_the_true_model_and_deterministic_rewards_is_exact():
+    rng = np.random.default_rng(21)
+    rewards, ratios, q, v, true = _chain(6, rng, 5, deterministic=True)
+    est = rc.stepwise_doubly_robust_estimate(rewards, ratios, q, v)
+    assert est.ordinary == pytest.approx(true) and est.weighted == pytest.approx(true)
+    assert rc.per_decision_estimate(rewards, ratios).ordinary != pytest.approx(true)
+
+
+def test_stepwise_dr_is_unbiased_with_a_wrong_model_and_beats_per_decision_with_a_good_one():
+    rng = np.random.default_rng(22)
+    T, n, reps = 8, 20, 3000
+    rewards, ratios, q, v, true = _chain(T, rng, n * reps, deterministic=False)
+    shape = (reps, n, T)
+    rewards, ratios, q, v = (x.reshape(shape) for x in (rewards, ratios, q, v))
+    wrong = rc.stepwise_doubly_robust_estimate(rewards, ratios, 0.5 * q + 0.3, 0.5 * v + 0.3).ordinary
+    assert abs(wrong.mean() - true) < 4 * wrong.std() / np.sqrt(reps)
+    good = rc.stepwise_doubly_robust_estimate(rewards, ratios, q, v).ordinary
+    assert abs(good.mean() - true) < 4 * good.std() / np.sqrt(reps)
+    assert good.std() < 0.7 * rc.per_decision_estimate(rewards, ratios).ordinary.std()
+
+
+def test_stepwise_dr_batches_masks_and_errors():
+    rng = np.random.default_rng(23)
+    r, rho, q, v = rng.normal(size=(3, 4, 5)), rng.exponential(size=(3, 4, 5)), rng.random((3, 4, 5)), \
+        rng.random((3, 4, 5))
+    batch = rc.stepwise_doubly_robust_estimate(r, rho, q, v, 0.9)
+    for i in range(3):
+        one = rc.stepwise_doubly_robust_estimate(r[i], rho[i], q[i], v[i], 0.9)
+        assert (batch.ordinary[i], batch.weighted[i]) == pytest.approx(tuple(one))
+    mask = np.ones((4, 5), bool)
+    mask[0, 3:] = False  # episode 0 ended after 3 steps: what follows must not count
+    junk = [x[0].copy() for x in (r, rho, q, v)]
+    for x in junk:
+        x[0, 3:] = 99.0
+    clean = [x[0].copy() for x in (r, rho, q, v)]
+    for x, fill in zip(clean, (0.0, 1.0, 0.0, 0.0)):
+        x[0, 3:] = fill
+    assert tuple(rc.stepwise_doubly_robust_estimate(*junk, mask=mask)) == pytest.approx(
+        tuple(rc.stepwise_doubly_robust_estimate(*clean)))
+    ones = np.ones((2, 3))
+    with pytest.raises(ValueError, match="q_hat: expected shape"):
+        rc.stepwise_doubly_robust_estimate(ones, ones, np.ones((2, 2)), ones)
+    with pytest.raises(ValueError, match="v_hat: expected shape"):
+        rc.stepwise_doubly_robust_estimate(ones, ones, ones, np.ones(3))
+    with pytest.raises(ValueError, match="every episode has weight 0"):
+        rc.stepwise_doubly_robust_estimate(ones, np.array([[1.0, 0.0, 1.0], [2.0, 0.0, 1.0]]), ones, ones)
+    with pytest.raises(ValueError, match="overflow"):
+        rc.stepwise_doubly_robust_estimate(np.ones((2, 400)), np.full((2, 400), 10.0), np.ones((2, 400)),
+                                           np.ones((2, 400)))
+    with pytest.raises(ValueError, match=">= 0"):
+        rc.stepwise_doubly_robust_estimate(ones, -ones, ones, ones)
+
+
+def test_no_support_message_names_the_sample_and_the_action():
+    target = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    behavior = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+    with pytest.raises(ValueError, match="at sample 1, action 2 the behaviour probability is 0"):
+        rc.importance_weights(target, behavior, [0, 1])
+    with pytest.raises(ValueError, match="logged action of sample 1 has behaviour probability 0"):
+        rc.importance_weights([0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0, 2])

@@ -5,7 +5,8 @@ A sample ``x`` drawn from the behaviour policy ``b`` and reweighted by ``w = pi(
 trajectory the weights of the steps multiply, which is why long-horizon weights explode; the
 per-decision estimator weights each reward only by the steps before it. With a model of the
 rewards, the direct method and the doubly robust estimator trade some or all of the weights'
-variance for the model's bias.
+variance for the model's bias; along trajectories, the step-wise doubly robust estimator applies
+the model's correction at every step.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ._checks import (
 
 __all__ = ["importance_weights", "importance_estimate", "ImportanceEstimate", "effective_sample_size",
            "per_decision_estimate", "PerDecisionEstimate", "direct_method_estimate",
-           "doubly_robust_estimate"]
+           "doubly_robust_estimate", "stepwise_doubly_robust_estimate", "StepwiseEstimate"]
 
 
 def importance_weights(target_probs, behavior_probs, actions, clip: float | None = None) -> np.ndarray:
@@ -63,9 +64,9 @@ def importance_weights(target_probs, behavior_probs, actions, clip: float | None
     if unsupported.any():
         where = tuple(int(i) for i in np.argwhere(unsupported)[0])
         raise ValueError(
-            f"behavior_probs: no support where the target acts: at {where} the behaviour probability "
-            f"is 0 but the target's is {target[where]:.3g}; importance sampling cannot recover that "
-            "action's value from this data"
+            f"behavior_probs: no support where the target acts: at {_name_row(where[:-1])}action "
+            f"{where[-1]} the behaviour probability is 0 but the target's is {target[where]:.3g}; "
+            "importance sampling cannot recover that action's value from this data"
         )
     if target.ndim == 1:
         pi_a, b_a = target[actions], behavior[actions]
@@ -75,8 +76,8 @@ def importance_weights(target_probs, behavior_probs, actions, clip: float | None
     if (b_a == 0).any():
         where = tuple(int(i) for i in np.argwhere(b_a == 0)[0])
         raise ValueError(
-            f"actions: the action at {where} has behaviour probability 0, so these actions were "
-            "not drawn from behavior_probs"
+            f"actions: the logged action of sample {where[0] if len(where) == 1 else where} "
+            "has behaviour probability 0, so these actions were not drawn from behavior_probs"
         )
     weights = pi_a / b_a
     if clip is not None:
@@ -85,6 +86,14 @@ def importance_weights(target_probs, behavior_probs, actions, clip: float | None
             raise ValueError(f"clip: expected a number > 0 (or None), got {clip}")
         weights = np.minimum(weights, clip)
     return weights
+
+
+def _name_row(lead: tuple) -> str:
+    """The leading index of a probability row, named: '' (one shared row), 'sample 3, ' ([n, A])
+    or 'row (2, 3), ' (more leading axes, e.g. [T, n, A])."""
+    if not lead:
+        return ""
+    return f"sample {lead[0]}, " if len(lead) == 1 else f"row {lead}, "
 
 
 def _out(x):
@@ -260,3 +269,77 @@ def doubly_robust_estimate(rewards, actions, propensities, target_probs, q_hat):
     pi_a = np.take_along_axis(pi, a[..., None], axis=-1)[..., 0]
     q_a = np.take_along_axis(q, a[..., None], axis=-1)[..., 0]
     return _out(np.mean(np.sum(pi * q, axis=-1) + pi_a / p * (r - q_a), axis=-1))
+
+
+class StepwiseEstimate(NamedTuple):
+    """``ordinary``: step-wise doubly robust, unbiased if the ratios are right. ``weighted``: its
+    self-normalised version, each step's weights normalised by their sum over episodes (biased for
+    finite n, consistent). Floats for one data set, arrays for a batch of them."""
+
+    ordinary: float | np.ndarray
+    weighted: float | np.ndarray
+
+
+def stepwise_doubly_robust_estimate(rewards, ratios, q_hat, v_hat, gamma: float = 1.0,
+                                    mask=None) -> StepwiseEstimate:
+    """Step-wise doubly robust estimate (Jiang & Li 2016; the weighted version is Thomas &
+    Brunskill's 2016 WDR) of the target's expected discounted return from ``n`` episodes.
+
+    ``rewards`` and ``ratios`` ``[n, T]`` as in :func:`per_decision_estimate`. A model of the
+    target's values: ``q_hat[i, t]`` its predicted discounted return from step ``t`` on after the
+    logged action ``a_t`` (the target acting afterwards), and ``v_hat[i, t]`` its predicted value
+    of the state ``s_t``, ``sum_a pi(a | s_t) Q_hat(s_t, a)``. With ``w[i, t]`` the per-decision
+    weights and ``w[i, -1] = 1``:
+
+    - ``ordinary = mean_i sum_t gamma^t (w[i, t] (rewards[i, t] - q_hat[i, t]) + w[i, t-1] v_hat[i, t])``:
+      per-decision IS with the model's value added and its importance-weighted prediction
+      subtracted at every step. Unbiased if the ratios are right, whatever the model (if the
+      model did not see these episodes); with a perfect model and deterministic rewards every
+      episode's term equals ``V(s_0)``, zero variance. With ``q_hat = v_hat = 0`` it is
+      per-decision IS;
+    - ``weighted``: the same with ``w[:, t] / n`` replaced by ``w[:, t] / sum_i w[i, t]``.
+
+    ``[..., n, T]``: leading axes are independent data sets. ``mask`` as in
+    :func:`per_decision_estimate`: after an episode's end, reward, ``q_hat`` and ``v_hat`` 0,
+    ratio 1.
+    """
+    r = as_float_array("rewards", rewards).astype(np.float64)
+    rho = as_float_array("ratios", ratios).astype(np.float64)
+    q = as_float_array("q_hat", q_hat).astype(np.float64)
+    v = as_float_array("v_hat", v_hat).astype(np.float64)
+    if r.ndim < 2:
+        raise ValueError(f"rewards: expected [n, T] (or [..., n, T]), got shape {r.shape}")
+    for name, x in (("ratios", rho), ("q_hat", q), ("v_hat", v)):
+        check_shape(name, x, r.shape, "rewards")
+    if r.shape[-2] == 0 or r.shape[-1] == 0:
+        raise ValueError(f"rewards: expected at least one episode and one step, got shape {r.shape}")
+    if (rho < 0).any():
+        raise ValueError(f"ratios: expected ratios >= 0, got {rho.min()}")
+    gamma = check_probability("gamma", gamma)
+    if mask is not None:
+        m = as_bool_array("mask", mask)
+        check_shape("mask", m, r.shape, "rewards")
+        r, rho, q, v = np.where(m, r, 0.0), np.where(m, rho, 1.0), np.where(m, q, 0.0), np.where(m, v, 0.0)
+    discount = gamma ** np.arange(r.shape[-1])
+    with np.errstate(divide="ignore"):
+        log_w = np.cumsum(np.log(rho), axis=-1)  # w[i, t] in log space; -inf: weight 0
+    log_prev = np.concatenate([np.zeros_like(log_w[..., :1]), log_w[..., :-1]], axis=-1)  # w[i, t-1]
+
+    def normalised(lw):  # w[:, t] / sum_i w[i, t], computed in log space per step
+        top = lw.max(axis=-2, keepdims=True)
+        if np.isneginf(top).any():
+            t = int(np.argwhere(np.isneginf(top))[0][-1])
+            raise ValueError(f"ratios: at step {t} every episode has weight 0 (the target never takes "
+                             "those actions), so the weighted estimate is undefined there")
+        u = np.exp(lw - top)
+        return u / u.sum(axis=-2, keepdims=True)
+
+    weighted = np.sum(discount * np.sum(normalised(log_w) * (r - q) + normalised(log_prev) * v, axis=-2),
+                      axis=-1)
+    with np.errstate(over="ignore"):
+        w, w_prev = np.exp(log_w), np.exp(log_prev)
+    if not (np.isfinite(w).all() and np.isfinite(w_prev).all()):
+        raise ValueError("ratios: the products of the ratios overflow float64, so the ordinary "
+                         "estimate has no value; use the weighted one")
+    ordinary = np.mean(np.sum(discount * (w * (r - q) + w_prev * v), axis=-1), axis=-1)
+    return StepwiseEstimate(_out(ordinary), _out(weighted))
