@@ -2,7 +2,7 @@
 # # 00 · How this course works
 #
 # *Prerequisites:* none (Python and numpy; derivatives from calculus)
-# *Time:* 60 minutes
+# *Time:* 75 minutes
 # *You will build:* a central-difference gradient check, the vector-Jacobian product of a matrix product, backpropagation by hand through a small network, and one Adam step; then the same pieces, from `rlcourse`, fit a small network.
 
 # %% [markdown]
@@ -638,7 +638,9 @@ assert rc.exercises.check("adam_step", my_adam_step)
 # The invariants, asserted on `rlcourse`'s reference: autodiff agrees with central differences
 # on every parameter array of a small network (in float64, where the differences are accurate);
 # Adam's first step is `lr` times the sign of the gradient where $|g| \gg \epsilon$; the same seed
-# gives the same network bit for bit.
+# gives the same network bit for bit. The network comes from `rc.mlp_init(sizes, seed)`: a list
+# of `{"w", "b"}` layers, the structure `my_backprop` took, with tanh between layers;
+# `rc.mlp(params, x)` runs it and `rc.tree_leaves(params)` lists its arrays.
 
 # %%
 net = rc.mlp_init([3, 16, 1], seed=SEED, dtype=np.float64)
@@ -706,7 +708,9 @@ assert abs(numeric_kink[0] - exact_kink[0]) > 0.3 and np.isclose(numeric_kink[1]
 # %% [markdown]
 # Relu's slope is 1 just right of 0 and 0 left of it; the difference quotient over
 # $[x - \epsilon, x + \epsilon]$ averages the two. Not a bug in the gradient: check such
-# functions at points farther than $\epsilon$ from their kinks.
+# functions at points farther than $\epsilon$ from their kinks. (For a network too large to
+# check every parameter, the usual practice is a random subset of coordinates, and an error
+# relative to the gradients' size, as above.)
 
 # %% [markdown]
 # ## Use it
