@@ -19,11 +19,13 @@ __version__ = "0.1.0"
 
 from .algos.actor_critic import *  # noqa: E402,F401,F403
 from .algos.dqn import *  # noqa: E402,F401,F403
+from .algos.dqn_diagnostics import *  # noqa: E402,F401,F403
 from .algos.evaluate import *  # noqa: E402,F401,F403
 from .algos.models import *  # noqa: E402,F401,F403
 from .algos.ppo import *  # noqa: E402,F401,F403
 from .algos.reinforce import *  # noqa: E402,F401,F403
 from .algos.rollout import *  # noqa: E402,F401,F403
+from .algos.sweep import *  # noqa: E402,F401,F403
 from .algos.trainer import *  # noqa: E402,F401,F403
 from .core.autodiff import *  # noqa: E402,F401,F403
 from .core.blas import *  # noqa: E402,F401,F403
@@ -70,6 +72,9 @@ __all__ = [
     "actor_critic", "actor_critic_loss", "A2C_CARTPOLE",
     # algos.dqn
     "ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
+    # algos.dqn_diagnostics
+    "action_gap", "relative_change", "greedy_flips", "value_ceiling", "overestimation",
+    "greedy_discounted_returns",
     # algos.evaluate
     "EvalResult", "evaluate", "greedy_policy", "Checkpoints",
     # algos.models
@@ -81,6 +86,8 @@ __all__ = [
     "collect_episodes",
     # algos.rollout
     "Rollout", "collect_rollout", "policy_step", "explained_variance",
+    # algos.sweep
+    "ppo_sweep", "actor_critic_sweep",
     # algos.trainer
     "TrainResult", "TrainingLog", "Progress", "Learner", "FlatParams", "RECENT_EPISODES", "average",
     "standardise",
@@ -149,8 +156,8 @@ __all__ = [
     # tabular.control
     "ControlResult", "mc_control", "q_learning", "sarsa", "expected_sarsa",
     # tabular.dp
-    "expected_rewards", "q_from_v", "greedy", "bellman_optimality_backup", "policy_evaluation",
-    "policy_evaluation_exact", "value_iteration", "policy_iteration",
+    "expected_rewards", "q_from_v", "greedy", "policy_dynamics", "bellman_optimality_backup",
+    "policy_evaluation", "policy_evaluation_exact", "value_iteration", "policy_iteration",
     # tabular.exploration
     "epsilon_greedy", "epsilon_greedy_probs",
     # tabular.prediction

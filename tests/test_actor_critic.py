@@ -75,8 +75,15 @@ def test_bad_arguments_raise():
                              np.zeros(3), np.zeros(4))
 
 
-def test_a2c_learns_cartpole():
-    """With the preset the mean of 20 training episodes reaches CartPole's solved mark, 475."""
-    model, params = rc.make_actor_critic(4, 2, seed=0)
-    result = rc.actor_critic(rc.CartPole(n=8, seed=0), model, params, seed=0, **rc.A2C_CARTPOLE)
-    assert np.nanmax(result.history["mean_return"]) >= 475
+def test_a2c_preset_over_five_seeds():
+    """What A2C_CARTPOLE's comment says: over seeds 0-4 and 100k steps the mean of 20 training
+    episodes peaks above 350 on every seed. The runs go side by side (each is rc.actor_critic's
+    run: tests/test_sweep.py)."""
+    seeds = range(5)
+    settings = {k: v for k, v in rc.A2C_CARTPOLE.items() if k not in ("total_steps", "rollout")}
+    runs = rc.actor_critic_sweep([rc.CartPole(n=8, seed=s) for s in seeds],
+                                 [rc.make_actor_critic(4, 2, seed=s)[1] for s in seeds],
+                                 rc.A2C_CARTPOLE["total_steps"], [dict(settings, seed=s) for s in seeds],
+                                 rollout=rc.A2C_CARTPOLE["rollout"])
+    best = [np.nanmax(run.history["mean_return"]) for run in runs]
+    assert min(best) > 350, best

@@ -241,3 +241,81 @@ def test_run_bandit_rejects_mismatched_agent():
         rc.run_bandit(rc.Bandit(3, 4), rc.UCB(3, 5), 10)
     with pytest.raises(ValueError, match="steps"):
         rc.run_bandit(rc.Bandit(3, 4), rc.UCB(3, 4), 0)
+
+
+# -- run_bandit's record: actions and regret -------------------------------------------------
+
+def test_run_bandit_records_actions_and_the_regret_of_each_pull():
+    n, steps = 40, 60
+    env = rc.Bandit(5, n)
+    result = rc.run_bandit(env, rc.EpsilonGreedy(5, n, epsilon=0.3), steps, seed=2)
+    assert result.actions.shape == (steps, n) and result.regret.shape == (steps, n)
+    rows = np.arange(n)
+    expected = env.means.max(axis=1) - env.means[rows, result.actions]
+    np.testing.assert_allclose(result.regret, expected)
+    np.testing.assert_allclose(result.regret.sum(axis=0), env.regret)
+    np.testing.assert_array_equal(result.optimal, result.actions == env.optimal_arm)
+    # the regret is noise-free: it depends on the arms pulled, not on the rewards received
+    assert (result.regret >= 0).all() and (result.regret[result.optimal] == 0).all()
+
+
+def test_run_bandit_regret_is_nan_for_an_env_without_means():
+    class NoMeans(FixedBandit):
+        def __init__(self, means):
+            super().__init__(means)
+            self.hidden = self.means
+            del self.means
+
+        def step(self, actions):
+            return self.hidden[np.arange(self.n), actions]
+
+    result = rc.run_bandit(NoMeans(np.tile([0.0, 1.0], (3, 1))), rc.UCB(2, 3), 5)
+    assert np.isnan(result.regret).all() and result.actions.shape == (5, 3)
+
+
+# -- Bandit: shifted and drifting means ------------------------------------------------------
+
+def test_bandit_mean_shifts_every_arm():
+    a, b = rc.Bandit(4, 100, seed=1), rc.Bandit(4, 100, seed=1, mean=4.0)
+    np.testing.assert_allclose(b.means, a.means + 4.0)
+    np.testing.assert_array_equal(a.optimal_arm, b.optimal_arm)
+    with pytest.raises(ValueError, match="mean"):
+        rc.Bandit(4, 2, mean=np.inf)
+
+
+def test_drifting_bandit_moves_every_mean_by_a_random_walk():
+    env = rc.Bandit(3, 20_000, seed=0, drift=0.1)
+    start = env.means.copy()
+    for _ in range(4):
+        env.step(np.zeros(20_000, dtype=int))
+    steps = env.means - start
+    assert abs(steps.std() - 0.1 * np.sqrt(4)) < 0.01 and abs(steps.mean()) < 0.01
+    np.testing.assert_array_equal(env.optimal_arm, env.means.argmax(axis=1))
+    env.reset()  # starts over from the same problems
+    np.testing.assert_array_equal(env.means, start)
+    assert not np.shares_memory(env.means, start)
+    with pytest.raises(ValueError, match="drift"):
+        rc.Bandit(3, 2, drift=-1.0)
+
+
+def test_drifting_regret_uses_the_means_of_each_step():
+    n, steps = 50, 200
+    env = rc.Bandit(4, n, drift=0.05)
+    result = rc.run_bandit(env, rc.EpsilonGreedy(4, n, epsilon=0.2), steps, seed=3)
+    np.testing.assert_allclose(result.regret.sum(axis=0), env.regret)
+    assert (result.regret >= 0).all()
+    # the optimal arm changes during the run, so a stationary regret would disagree
+    final = env.means.max(axis=1)[None] - env.means[np.arange(n), result.actions]
+    assert not np.allclose(final, result.regret)
+    assert (result.optimal == (result.regret == 0)).all()
+
+
+def test_constant_step_tracks_drifting_arms_better_than_sample_averages():
+    """Sutton & Barto's exercise 2.5 in a band wide enough for 200 runs and 3000 steps."""
+    n, steps = 200, 3000
+    env = rc.Bandit(10, n, drift=0.02)
+    averages = rc.run_bandit(env, rc.EpsilonGreedy(10, n, epsilon=0.1), steps, seed=1)
+    constant = rc.run_bandit(env, rc.EpsilonGreedy(10, n, epsilon=0.1, step_size=0.1), steps,
+                             seed=1)
+    late = slice(steps - 500, steps)
+    assert constant.optimal[late].mean() > averages.optimal[late].mean() + 0.1

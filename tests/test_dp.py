@@ -291,3 +291,47 @@ def test_nan_rewards_raise():
     R[0, 0, 2] = np.nan
     with pytest.raises(ValueError, match="R: expected finite"):
         rc.value_iteration(P, R, GAMMA, terminal)
+
+
+# -- policy_dynamics and the sweep history ---------------------------------------------------
+
+def test_policy_dynamics_cuts_terminal_states_and_solves_to_the_values():
+    lake = rc.FrozenLake("4x4")
+    policy = np.random.default_rng(0).dirichlet(np.ones(4), size=16)
+    P_pi, r_pi = rc.policy_dynamics(lake.P, lake.R, policy, lake.terminal)
+    assert P_pi.shape == (16, 16) and r_pi.shape == (16,)
+    assert np.all(P_pi[lake.terminal] == 0) and np.all(P_pi[:, lake.terminal] == 0)
+    assert np.all(r_pi[lake.terminal] == 0)
+    # the entering reward stays: the cell left of the goal earns it with positive probability
+    assert r_pi[14] > 0
+    # rows next to a terminal state lose exactly the probability of entering it
+    full = np.einsum("sa,sat->st", policy, lake.P)
+    live = ~lake.terminal
+    np.testing.assert_allclose(P_pi[live].sum(axis=1), 1 - full[live][:, lake.terminal].sum(axis=1))
+    V = np.linalg.solve(np.eye(16) - 0.9 * P_pi, r_pi)
+    np.testing.assert_allclose(V, rc.policy_evaluation_exact(lake.P, lake.R, policy, 0.9,
+                                                             lake.terminal), atol=1e-12)
+
+
+def test_policy_dynamics_accepts_actions_and_checks_input():
+    grid = rc.GridWorld(size=3)
+    P_a, r_a = rc.policy_dynamics(grid.P, grid.R, np.full(9, rc.RIGHT), grid.terminal)
+    P_b, r_b = rc.policy_dynamics(grid.P, grid.R, np.eye(4)[np.full(9, rc.RIGHT)], grid.terminal)
+    np.testing.assert_array_equal(P_a, P_b)
+    np.testing.assert_array_equal(r_a, r_b)
+    with pytest.raises(ValueError, match="policy"):
+        rc.policy_dynamics(grid.P, grid.R, np.full((9, 4), 0.3), grid.terminal)
+
+
+def test_policy_evaluation_history_shrinks_by_gamma_each_sweep():
+    grid = rc.GridWorld(size=5, step_reward=-0.01)
+    policy = np.full((25, 4), 0.25)
+    V, changes = rc.policy_evaluation(grid.P, grid.R, policy, 0.9, grid.terminal,
+                                      return_history=True)
+    np.testing.assert_array_equal(V, rc.policy_evaluation(grid.P, grid.R, policy, 0.9,
+                                                          grid.terminal))
+    assert changes[-1] < 1e-10 <= changes[-2]
+    assert np.all(changes[1:] <= 0.9 * changes[:-1] + 1e-15)
+    with pytest.raises(ValueError, match="return_history"):
+        rc.policy_evaluation(grid.P, grid.R, policy, 0.9, grid.terminal, method="linear",
+                             return_history=True)

@@ -1,5 +1,6 @@
 """DQN: targets (terminal vs truncation, Double DQN), Huber, the replay buffer, what the loop
-stores, determinism, bad input, learning CartPole on three seeds, and keep-best evaluation."""
+stores, determinism, bad input, the final params solving CartPole on three seeds, and keep-best
+evaluation."""
 
 import inspect
 import sys
@@ -133,7 +134,10 @@ def test_loop_stores_final_obs_and_only_true_terminations(monkeypatch):
     monkeypatch.setattr(sys.modules["rlcourse.algos.dqn"], "ReplayBuffer", Recording)
     env = CartPole(n=2, max_steps=15)  # short time limit: both kinds of episode end occur
     model = lambda p, o: rc.mlp(p, o, "relu")
-    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 2_000, learning_starts=10_000, seed=0)
+    # Random actions throughout (epsilon stays 1): a random policy fails within 15 steps in
+    # about a third of the episodes, so both endings occur whatever the seed (checked on 0-3).
+    rc.dqn(env, model, rc.mlp_init([4, 8, 2], seed=0), 400, learning_starts=10_000, seed=0,
+           epsilon_end=1.0)
     next_obs = np.concatenate([s[0] for s in stored])
     terminated = np.concatenate([s[1] for s in stored])
     outside = (np.abs(next_obs[:, 0]) > X_THRESHOLD) | (np.abs(next_obs[:, 2]) > THETA_THRESHOLD)
@@ -193,23 +197,15 @@ def test_bad_input_raises():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_dqn_solves_cartpole_within_50k_steps(seed):
-    """CartPole-v1 counts as solved at 475 (of a maximum 500); the greedy policy must reach it
-    within 50k environment steps, checked every 2,560 steps on 10 fresh episodes."""
+def test_dqn_final_params_solve_cartpole_in_50k_steps(seed):
+    """CartPole-v1 counts as solved at 475 (of a maximum 500). The params ``rc.dqn`` returns
+    after 50k environment steps -- the final ones, not the best seen along the way -- must score
+    that greedily on 20 fresh episodes (start states no training or evaluation used)."""
     model = lambda p, o: rc.mlp(p, o, "relu")
-    best = []
-
-    def check(info):
-        if info["steps"] % 2_560 == 0 and info["steps"] >= 10_240:
-            score = rc.evaluate(CartPole(n=10), rc.greedy_policy(model, info["params"]), 10,
-                                seed=1_000).mean
-            best.append(score)
-            return score < 475  # solved: stop early
-        return True
-
     res = rc.dqn(CartPole(), model, rc.mlp_init([4, 64, 64, 2], seed=seed), 50_000,
-                 **rc.DQN_CARTPOLE, seed=seed, callback=check)
-    assert max(best) >= 475, f"best evaluation {max(best)} over {res.steps} steps"
+                 **rc.DQN_CARTPOLE, seed=seed)
+    score = rc.evaluate(CartPole(n=10), rc.greedy_policy(model, res.params), 20, seed=12_345).mean
+    assert score >= 475, f"final greedy score {score} after {res.steps} steps"
 
 
 def test_defaults_are_the_cartpole_preset():
@@ -218,11 +214,12 @@ def test_defaults_are_the_cartpole_preset():
 
 
 def _keep_best_run(callback):
-    """8k steps on a small net: long enough for the greedy score to rise and fall again."""
+    """8k steps on a small net: long enough for the greedy score to rise and fall again (seed 2:
+    about 10 at step 500, 45 at 5,500, 9 at the end)."""
     model = lambda p, o: rc.mlp(p, o, "relu")
     return rc.dqn(CartPole(), model, rc.mlp_init([4, 32, 2], seed=0), 8_000, learning_starts=500,
                   train_freq=100, gradient_steps=50, target_update=50, exploration_fraction=0.3,
-                  seed=2, callback=callback)
+                  anneal_lr=False, seed=2, callback=callback)
 
 
 def _assert_best_is_honest(checkpoints, final_params, eval_env, episodes, eval_seed):
@@ -309,5 +306,5 @@ def test_anneal_lr_falls_linearly_to_zero_at_total_steps(monkeypatch):
     np.testing.assert_allclose(used, np.repeat(1e-3 * np.array([1.0, 0.75, 0.5, 0.25]), 2))
     used.clear()
     rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 1_000, lr=1e-3, learning_starts=250,
-           train_freq=250, gradient_steps=2)
+           train_freq=250, gradient_steps=2, anneal_lr=False)
     assert used == [1e-3] * 8

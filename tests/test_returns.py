@@ -260,3 +260,21 @@ def test_bad_input_raises():
         rc.n_step_return([1.0, 2.0], [0.0, 0.0, 0.0], 2, 1, 0.9)
     with pytest.raises(ValueError, match="n"):
         rc.n_step_return([1.0, 2.0], [0.0, 0.0, 0.0], 0, 0, 0.9)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_per_copy_gamma_and_lambda_equal_one_call_per_copy(dtype):
+    """The sweep trainers give each copy its run's gamma and lambda: column j of one call with
+    arrays equals a call on column j alone with floats, bit for bit."""
+    rng = np.random.default_rng(3)
+    T, n = 15, 5
+    r, v, nv = (rng.normal(size=(T, n)).astype(dtype) for _ in range(3))
+    term, trunc = rng.random((T, n)) < 0.15, rng.random((T, n)) < 0.1
+    gammas, lams = rng.uniform(0.8, 1.0, n), rng.uniform(0.0, 1.0, n)
+    adv, ret = returns_module._gae(r, v, nv, term, trunc, gammas, lams)
+    assert adv.dtype == dtype
+    for j in range(n):
+        cols = (x[:, j:j + 1] for x in (r, v, nv, term, trunc))
+        a, g = returns_module._gae(*cols, float(gammas[j]), float(lams[j]))
+        np.testing.assert_array_equal(adv[:, j:j + 1], a)
+        np.testing.assert_array_equal(ret[:, j:j + 1], g)

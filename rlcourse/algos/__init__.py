@@ -2,7 +2,8 @@
 
 Every trainer is one function of the same shape that returns a :class:`~.trainer.TrainResult`
 (see :mod:`.trainer` for the shared contract). ``rollout`` collects on-policy data, ``evaluate``
-scores a frozen policy, ``models`` builds the networks the lessons use. The names are
+scores a frozen policy, ``models`` builds the networks the lessons use, ``sweep`` runs many
+PPO or A2C runs (seeds, settings) side by side. The names are
 re-exported at the top level (``rc.ppo``); this package only holds the modules, so
 ``rlcourse.algos.ppo`` is the module with the algorithm's docstring.
 """

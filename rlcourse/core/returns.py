@@ -142,9 +142,16 @@ def gae(rewards, values, next_values, terminated, truncated, gamma: float = 0.99
 
 
 def _gae(rewards, values, next_values, terminated, truncated, gamma, lam):
-    """``gae`` without input checks, for callers that built the arrays themselves."""
+    """``gae`` without input checks, for callers that built the arrays themselves.
+
+    ``gamma`` and ``lam`` may also be arrays ``[n]``, one per copy (runs side by side with
+    different settings, :mod:`rlcourse.algos.sweep`); a float gives the same bits as before.
+    """
     dtype = _float_dtype(rewards, values, next_values)
-    deltas = (rewards + gamma * np.where(terminated, 0.0, next_values) - values).astype(dtype)
+    gamma, lam = np.asarray(gamma, dtype=np.float64), np.asarray(lam, dtype=np.float64)
+    # gamma in the rollout's dtype, as a Python float would be cast, so float32 stays float32
+    deltas = (rewards + gamma.astype(dtype) * np.where(terminated, 0.0, next_values)
+              - values).astype(dtype)
     carry = (gamma * lam * ~(terminated | truncated)).astype(dtype)
     advantages = np.empty(rewards.shape, dtype=dtype)
     following = np.zeros(rewards.shape[1:], dtype=dtype)

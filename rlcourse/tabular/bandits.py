@@ -19,25 +19,47 @@ __all__ = ["EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit",
 
 
 def _random_argmax(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Row-wise argmax ``[n]`` of ``values [n, arms]``, ties broken uniformly at random."""
+    """Row-wise argmax ``[n]`` of ``values [n, arms]``, ties broken uniformly at random.
+
+    Only the rows that hold a tie draw random numbers (after the first few pulls that is rarely
+    any row), which keeps a step of thousands of copies cheap.
+    """
     is_max = values == values.max(axis=1, keepdims=True)
-    return np.argmax(rng.random(values.shape) * is_max, axis=1)
+    best = is_max.argmax(axis=1)
+    tied = np.flatnonzero(np.count_nonzero(is_max, axis=1) > 1)
+    if tied.size:
+        best[tied] = np.argmax(rng.random((tied.size, values.shape[1])) * is_max[tied], axis=1)
+    return best
 
 
 class _Agent:
-    """Shared bookkeeping: ``arms``, ``n`` and the validation of ``update``'s arguments."""
+    """Shared bookkeeping: ``arms``, ``n`` and the validation of ``update``'s arguments.
+
+    ``update`` validates its arguments and calls ``_apply``, which :func:`run_bandit` calls
+    directly with the agent's own actions and the environment's rewards. Per-copy arrays are
+    stored column-major (``order="F"``): their shape is ``[n, arms]`` as documented, and the
+    row-wise max over a few arms is several times faster that way.
+    """
 
     def __init__(self, arms, n):
         self.arms = check_count("arms", arms)
         self.n = check_count("n", n)
+        self._rows = np.arange(self.n)
         self.reset()
 
-    def _check_update(self, actions, rewards):
+    def _table(self, fill, dtype=np.float64) -> np.ndarray:
+        return np.full((self.n, self.arms), fill, dtype=dtype, order="F")
+
+    def update(self, actions, rewards) -> None:
+        """Learn from ``rewards [n]`` received for ``actions [n]`` (one per copy)."""
         actions = as_int_array("actions", actions, 0, self.arms)
         check_shape("actions", actions, (self.n,), against="[n] for n copies")
         rewards = as_float_array("rewards", rewards).astype(np.float64)
         check_shape("rewards", rewards, (self.n,), against="[n] for n copies")
-        return np.arange(self.n), actions, rewards
+        self._apply(actions, rewards)
+
+    def _apply(self, actions: np.ndarray, rewards: np.ndarray) -> None:
+        raise NotImplementedError
 
 
 class EpsilonGreedy(_Agent):
@@ -61,19 +83,21 @@ class EpsilonGreedy(_Agent):
         super().__init__(arms, n)
 
     def reset(self) -> None:
-        self.Q = np.full((self.n, self.arms), self.initial)
-        self.N = np.zeros((self.n, self.arms), dtype=np.int64)
+        self.Q = self._table(self.initial)
+        self.N = self._table(0, np.int64)
 
     def act(self, rng: np.random.Generator) -> np.ndarray:
         """Actions ``[n]``: a uniform arm where a ``U(0, 1)`` draw is below ``epsilon``, else greedy."""
         greedy_arm = _random_argmax(self.Q, rng)
-        explore = rng.random(self.n) < self.epsilon
-        random_arm = rng.integers(self.arms, size=self.n)
-        return np.where(explore, random_arm, greedy_arm)
+        if self.epsilon == 0.0:
+            return greedy_arm
+        explore = np.flatnonzero(rng.random(self.n) < self.epsilon)
+        greedy_arm[explore] = rng.integers(self.arms, size=explore.size)
+        return greedy_arm
 
-    def update(self, actions, rewards) -> None:
+    def _apply(self, actions, rewards) -> None:
         """``Q[a] += step * (r - Q[a])`` for the pulled arm of each copy."""
-        rows, actions, rewards = self._check_update(actions, rewards)
+        rows = self._rows
         self.N[rows, actions] += 1
         step = 1.0 / self.N[rows, actions] if self.step_size is None else self.step_size
         self.Q[rows, actions] += step * (rewards - self.Q[rows, actions])
@@ -97,6 +121,10 @@ def ucb_scores(Q, N, t, c: float = 2.0) -> np.ndarray:
     c = float(c)
     if not c >= 0:
         raise ValueError(f"c: expected an exploration weight >= 0, got {c}")
+    return _ucb(Q, N, t, c)
+
+
+def _ucb(Q, N, t, c):
     tried = N > 0
     bonus = c * np.sqrt(np.log(t) / np.where(tried, N, 1))
     return np.where(tried, Q + bonus, np.inf)
@@ -117,17 +145,19 @@ class UCB(_Agent):
         super().__init__(arms, n)
 
     def reset(self) -> None:
-        self.Q = np.zeros((self.n, self.arms))
-        self.N = np.zeros((self.n, self.arms), dtype=np.int64)
+        self.Q = self._table(0.0)
+        self.N = self._table(0, np.int64)
         self.t = 0
 
     def act(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """Actions ``[n]`` with the highest score (deterministic given the history)."""
+        if self.t >= self.arms or (self.N > 0).all():
+            return np.argmax(_ucb(self.Q, self.N, self.t + 1, self.c), axis=1)
         return np.argmax(ucb_scores(self.Q, self.N, self.t + 1, self.c), axis=1)
 
-    def update(self, actions, rewards) -> None:
+    def _apply(self, actions, rewards) -> None:
         """Sample-average update of the pulled arms; advances ``t``."""
-        rows, actions, rewards = self._check_update(actions, rewards)
+        rows = self._rows
         self.N[rows, actions] += 1
         self.Q[rows, actions] += (rewards - self.Q[rows, actions]) / self.N[rows, actions]
         self.t += 1
@@ -151,24 +181,26 @@ class GradientBandit(_Agent):
         super().__init__(arms, n)
 
     def reset(self) -> None:
-        self.H = np.zeros((self.n, self.arms))
+        self.H = self._table(0.0)
         self.average_reward = np.zeros(self.n)
         self.t = 0
+        self._probs = None
 
     @property
     def probs(self) -> np.ndarray:
         """The policy ``pi [n, arms]``: softmax of the preferences."""
-        z = np.exp(self.H - self.H.max(axis=1, keepdims=True))
-        return z / z.sum(axis=1, keepdims=True)
+        if self._probs is None:
+            z = np.exp(self.H - self.H.max(axis=1, keepdims=True))
+            self._probs = z / z.sum(axis=1, keepdims=True)
+        return self._probs
 
     def act(self, rng: np.random.Generator) -> np.ndarray:
         """Actions ``[n]`` sampled from ``pi`` by inverting each copy's CDF with one uniform."""
         cdf = np.cumsum(self.probs, axis=1)
         return np.minimum((cdf <= rng.random(self.n)[:, None]).sum(axis=1), self.arms - 1)
 
-    def update(self, actions, rewards) -> None:
+    def _apply(self, actions, rewards) -> None:
         """One gradient-ascent step on expected reward for every copy."""
-        rows, actions, rewards = self._check_update(actions, rewards)
         self.t += 1
         if not self.use_baseline:
             baseline = 0.0
@@ -177,26 +209,36 @@ class GradientBandit(_Agent):
         else:
             baseline = self.average_reward
         grad = -self.probs
-        grad[rows, actions] += 1.0
+        grad[self._rows, actions] += 1.0
         self.H += self.alpha * (rewards - baseline)[:, None] * grad
+        self._probs = None
         self.average_reward = self.average_reward + (rewards - self.average_reward) / self.t
 
 
 class BanditResult(NamedTuple):
-    """``rewards [steps, n]`` received; ``optimal [steps, n]`` bool, the optimal arm was pulled."""
+    """What :func:`run_bandit` records, one row per step and one column per copy.
+
+    ``rewards [steps, n]`` received; ``optimal [steps, n]`` bool, the optimal arm (at that step)
+    was pulled; ``actions [steps, n]`` the arms pulled; ``regret [steps, n]`` the expected regret
+    of each pull, ``max_a q(a) - q(A_t)`` with the arm means ``q`` of that step (noise-free, so
+    ``regret.cumsum(axis=0)`` is each run's cumulative regret; NaN if the env has no ``means``).
+    """
 
     rewards: np.ndarray
     optimal: np.ndarray
+    actions: np.ndarray
+    regret: np.ndarray
 
 
 def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     """Run ``agent`` on all ``env.n`` bandit copies for ``steps`` steps, all copies at once.
 
     ``env`` is a :class:`~rlcourse.envs.bandit.Bandit` (``n``, ``num_actions``,
-    ``optimal_arm [n]``, ``reset(seed)``, ``step(actions) -> rewards [n]``). The env is
-    re-seeded with ``seed`` (new problems) and the agent reset, so the same seed gives the same
-    result bit for bit; the agent's generator is derived from ``seed`` but independent of the
-    env's. Average over copies (axis 1) for the usual learning curves.
+    ``optimal_arm [n]``, ``reset(seed)``, ``step(actions) -> rewards [n]``, and ``means
+    [n, arms]`` for the regret). The env is re-seeded with ``seed`` (new problems) and the agent
+    reset, so the same seed gives the same result bit for bit; the agent's generator is derived
+    from ``seed`` but independent of the env's. Average over copies (axis 1) for the usual
+    learning curves.
     """
     steps = check_count("steps", steps)
     if agent.n != env.n or agent.arms != env.num_actions:
@@ -207,11 +249,31 @@ def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     env.reset(seed=seed)
     agent.reset()
     rng = np.random.default_rng([seed, 1])  # a stream independent of the env's default_rng(seed)
+    rows = np.arange(env.n)
+    # The agent's own actions and the env's rewards need no re-validation on every step.
+    learn = agent._apply if isinstance(agent, _Agent) else agent.update
+    means = getattr(env, "means", None)
+    moving = means is not None and getattr(env, "drift", 0.0) > 0  # means change every step
+    counted = isinstance(getattr(env, "regret", None), np.ndarray)
     rewards = np.empty((steps, env.n))
     optimal = np.empty((steps, env.n), dtype=bool)
+    actions = np.empty((steps, env.n), dtype=np.min_scalar_type(-env.num_actions))
+    regret = np.full((steps, env.n), np.nan)
     for t in range(steps):
-        actions = agent.act(rng)
-        rewards[t] = env.step(actions)
-        optimal[t] = actions == env.optimal_arm
-        agent.update(actions, rewards[t])
-    return BanditResult(rewards, optimal)
+        a = agent.act(rng)
+        actions[t] = a
+        if moving:  # the means of this step: a drifting env moves them inside step()
+            optimal[t] = a == env.optimal_arm
+            if counted:  # the env's own running regret already holds best - chosen
+                before = env.regret.copy()
+            else:
+                regret[t] = env.means.max(axis=1) - env.means[rows, a]
+        rewards[t] = env.step(a)
+        if moving and counted:
+            regret[t] = env.regret - before
+        learn(a, rewards[t])
+    if not moving:
+        optimal[:] = actions == env.optimal_arm
+        if means is not None:
+            regret[:] = means.max(axis=1) - means[rows, actions]
+    return BanditResult(rewards, optimal, actions, regret)

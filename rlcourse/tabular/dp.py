@@ -27,6 +27,7 @@ __all__ = [
     "expected_rewards",
     "q_from_v",
     "greedy",
+    "policy_dynamics",
     "bellman_optimality_backup",
     "policy_evaluation",
     "policy_evaluation_exact",
@@ -163,14 +164,19 @@ def _not_converged(name: str, sweeps: int, change: float, gamma: float) -> Runti
 
 
 def policy_evaluation(P, R, policy, gamma, terminal=None, tol: float = 1e-10,
-                      max_iters: int = 100_000, method: str = "iterative") -> np.ndarray:
+                      max_iters: int = 100_000, method: str = "iterative",
+                      return_history: bool = False):
     """``V^pi [S]`` of ``policy`` (``[S]`` actions or ``[S, A]`` probabilities).
 
     ``method="iterative"``: synchronous sweeps ``V <- r_pi + gamma P_pi V`` from ``V = 0`` until
-    the largest change is below ``tol``. ``method="linear"``: solve ``(I - gamma P_pi) V = r_pi``
-    exactly (see :func:`policy_evaluation_exact`). ``V[terminal] = 0`` either way.
+    the largest change is below ``tol``; with ``return_history=True`` also ``changes [k]``, the
+    largest change of each of the ``k`` sweeps (each is at most ``gamma`` times the one
+    before: the backup is a contraction). ``method="linear"``: solve ``(I - gamma P_pi) V =
+    r_pi`` exactly (see :func:`policy_evaluation_exact`). ``V[terminal] = 0`` either way.
     """
     if method == "linear":
+        if return_history:
+            raise ValueError("return_history: only the iterative method has sweeps to record")
         return policy_evaluation_exact(P, R, policy, gamma, terminal)
     if method != "iterative":
         raise ValueError(f"method: expected 'iterative' or 'linear', got {method!r}")
@@ -180,14 +186,30 @@ def policy_evaluation(P, R, policy, gamma, terminal=None, tol: float = 1e-10,
     pi = _policy_matrix(policy, S, A)
     P_pi, r_pi = _policy_dynamics(P, r, pi, terminal)
     V = np.zeros(S)
-    change = np.inf
+    changes = []
     for _ in range(max_iters):
         V_new = r_pi + gamma * (P_pi @ V)
-        change = float(np.max(np.abs(V_new - V)))
+        changes.append(float(np.max(np.abs(V_new - V))))
         V = V_new
-        if change < tol:
-            return V
-    raise _not_converged("policy_evaluation", max_iters, change, gamma)
+        if changes[-1] < tol:
+            return (V, np.array(changes)) if return_history else V
+    raise _not_converged("policy_evaluation", max_iters, changes[-1], gamma)
+
+
+def policy_dynamics(P, R, policy, terminal=None):
+    """The Markov chain a policy induces: ``P_pi [S, S]`` and ``r_pi [S]``.
+
+    ``P_pi[s, s'] = sum_a pi(a|s) P[s, a, s']`` and ``r_pi[s] = sum_a pi(a|s) sum_s' P[s, a, s']
+    R[s, a, s']`` (``policy`` as ``[S]`` actions or ``[S, A]`` probabilities). Terminal states
+    are cut out: their rows and columns of ``P_pi`` and their ``r_pi`` are 0, so nothing is paid
+    from, or bootstraps through, a terminal state, while the reward for *entering* one stays in
+    ``r_pi`` of the state before it. Rows of states next to a terminal state then sum to less
+    than 1: the missing mass is the probability of ending the episode. ``V^pi`` solves
+    ``(I - gamma P_pi) V = r_pi``.
+    """
+    P, r, terminal = _check_model(P, R, terminal)
+    S, A, _ = P.shape
+    return _policy_dynamics(P, r, _policy_matrix(policy, S, A), terminal)
 
 
 def _policy_dynamics(P, r, pi, terminal):

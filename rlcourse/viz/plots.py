@@ -22,12 +22,12 @@ def moving_average(x, window: int) -> np.ndarray:
     return (sums[1:] - sums[np.arange(1, len(x) + 1) - counts]) / counts
 
 
-def _axes(ax, figsize=(5, 3)):
+def _axes(ax, figsize=(8, 3.5)):
     import matplotlib.pyplot as plt
 
     if ax is not None:
         return ax
-    _, ax = plt.subplots(figsize=figsize, dpi=72)
+    _, ax = plt.subplots(figsize=figsize, dpi=100)
     return ax
 
 
@@ -80,7 +80,7 @@ def ppo_diagnostics(results, labels=None, axes=None):
     if len(labels) != len(results):
         raise ValueError(f"labels: expected {len(results)} labels, got {len(labels)}")
     if axes is None:
-        _, axes = plt.subplots(2, 2, figsize=(8, 5), dpi=72, sharex=True)
+        _, axes = plt.subplots(2, 2, figsize=(9, 5.5), dpi=100, sharex=True)
     for result, label in zip(results, labels):
         for ax, (key, _) in zip(np.ravel(axes), _PANELS):
             ax.plot(result.history["steps"], result.history[key], label=label, lw=1)
@@ -89,5 +89,5 @@ def ppo_diagnostics(results, labels=None, axes=None):
     for ax in np.ravel(axes)[2:]:
         ax.set_xlabel("environment steps")
     if any(label is not None for label in labels):
-        np.ravel(axes)[0].legend(fontsize=8)
+        np.ravel(axes)[0].legend(fontsize=9)
     return axes

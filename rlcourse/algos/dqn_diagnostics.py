@@ -1,0 +1,133 @@
+"""What to watch while a DQN trains: the action gap, how much one training phase moves it, and
+how far the Q-values sit above the returns the greedy policy really collects.
+
+All functions but :func:`greedy_discounted_returns` are pure functions of Q-value arrays
+``q [N, A]`` (``N`` states, ``A`` actions), e.g. ``np.asarray(model(params, states))``. Call
+them from ``rc.dqn``'s ``callback(info)`` on a fixed set of states to follow them over training.
+
+Reading them:
+
+- the **action gap** ``max_a Q(s, a) - second-best Q(s, a)`` is all the greedy policy depends
+  on; shifting every action's value by the same amount changes nothing;
+- a training phase can only flip the greedy action at ``s`` if it changes the *difference*
+  between the actions' values by at least the gap there (:func:`relative_change` >= gap);
+  when the typical change per phase is larger than the typical gap, the policy is redrawn
+  at every phase, however good it was;
+- ``max_a Q(s, a)`` estimates the discounted return from ``s``; compare it with what the greedy
+  policy realises from ``s`` (:func:`greedy_discounted_returns`) and with the ceiling
+  ``r_max / (1 - gamma)`` (:func:`value_ceiling`), which no true value can exceed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core._checks import as_float_array, check_probability, check_shape
+
+__all__ = [
+    "action_gap",
+    "relative_change",
+    "greedy_flips",
+    "value_ceiling",
+    "overestimation",
+    "greedy_discounted_returns",
+]
+
+
+def _q(name: str, q) -> np.ndarray:
+    q = as_float_array(name, q, ndim=2).astype(np.float64, copy=False)
+    if q.shape[1] < 2:
+        raise ValueError(f"{name}: expected at least 2 actions (columns), got shape {q.shape}")
+    return q
+
+
+def action_gap(q) -> np.ndarray:
+    """The gap ``[N]`` between the best and the second-best action value of each state.
+
+    ``q [N, A]`` with ``A >= 2``; for two actions this is ``|Q(s, 1) - Q(s, 0)|``. A small gap
+    means a small error in either value is enough to pick the other action.
+    """
+    q = np.sort(_q("q", q), axis=1)
+    return q[:, -1] - q[:, -2]
+
+
+def relative_change(q_before, q_after) -> np.ndarray:
+    """How much the *differences* between action values moved at each state, ``[N]``.
+
+    ``q_before``, ``q_after [N, A]`` are the same states' Q-values before and after an update.
+    Returns ``max_a d(s, a) - min_a d(s, a)`` with ``d = q_after - q_before``: for two actions
+    ``|change of Q(s, 1) - Q(s, 0)|``. A change that moves all actions alike gives 0. The greedy
+    action at ``s`` can only change if this is at least ``action_gap(q_before)`` there.
+    """
+    q_before = _q("q_before", q_before)
+    q_after = _q("q_after", q_after)
+    check_shape("q_after", q_after, q_before.shape, against="q_before")
+    d = q_after - q_before
+    return d.max(axis=1) - d.min(axis=1)
+
+
+def greedy_flips(q_before, q_after) -> np.ndarray:
+    """Boolean ``[N]``: whether the greedy action (``argmax``, ties to the lowest index) changed."""
+    q_before = _q("q_before", q_before)
+    q_after = _q("q_after", q_after)
+    check_shape("q_after", q_after, q_before.shape, against="q_before")
+    return np.argmax(q_before, axis=1) != np.argmax(q_after, axis=1)
+
+
+def value_ceiling(gamma: float, max_reward: float = 1.0) -> float:
+    """``max_reward / (1 - gamma)``: the discounted return of a reward of ``max_reward`` forever.
+
+    No state's true value can exceed it (CartPole, reward 1 per step, gamma 0.99: 100), so a
+    ``max_a Q`` above it is overestimation however good the policy is.
+    """
+    gamma = check_probability("gamma", gamma)
+    if gamma == 1.0:
+        return float("inf")
+    return float(max_reward) / (1.0 - gamma)
+
+
+def overestimation(q, returns) -> float:
+    """``mean(max_a q) - mean(returns)``: how far the values sit above the realised returns.
+
+    ``q [N, A]`` at ``N`` states, ``returns [N]`` the discounted returns the greedy policy
+    collected from those same states (:func:`greedy_discounted_returns`). Positive: the net
+    overestimates; negative: it underestimates.
+    """
+    q = _q("q", q)
+    returns = as_float_array("returns", returns, ndim=1)
+    check_shape("returns", returns, (len(q),), against="[N] with N = len(q)")
+    return float(q.max(axis=1).mean() - returns.mean())
+
+
+def greedy_discounted_returns(env, model, params, states, gamma: float, horizon: int = 1_000) -> np.ndarray:
+    """Discounted return ``[N]`` of the greedy policy from each of ``states [N, ...]``.
+
+    ``env`` must have ``n == N`` copies, a writable ``state`` (as :class:`~rlcourse.CartPole`),
+    and no time limit (``max_steps=None``): the return of a state with a future is what Q
+    estimates, since time-limit truncations bootstrap. Each copy starts at its state and acts
+    ``argmax_a model(params, obs)`` for up to ``horizon`` steps; ``sum_t gamma^t r_t`` stops at
+    the first termination (``gamma**horizon`` bounds what is cut off: 4e-5 for 0.99 and 1,000).
+    The observations are the states cast to ``env``'s observation dtype, as after ``reset``.
+    """
+    gamma = check_probability("gamma", gamma)
+    states = np.asarray(states)
+    if states.ndim < 1 or len(states) != env.n:
+        raise ValueError(f"states: expected {env.n} states (one per copy of env), got shape {states.shape}")
+    if getattr(env, "max_steps", None) is not None:
+        raise ValueError("env: expected no time limit (max_steps=None); a truncation would cut "
+                         "the returns short")
+    obs = env.reset()
+    env.state = states
+    obs = np.asarray(env.state, dtype=obs.dtype)
+    total = np.zeros(env.n)
+    alive = np.ones(env.n, dtype=bool)
+    discount = 1.0
+    for _ in range(horizon):
+        out = env.step(np.argmax(np.asarray(model(params, obs)), axis=1))
+        total += discount * np.where(alive, out.reward, 0.0)
+        discount *= gamma
+        alive &= ~out.terminated
+        if not alive.any():
+            break
+        obs = out.obs
+    return total

@@ -1,0 +1,109 @@
+"""Runs side by side: each member of a sweep is the run rc.ppo / rc.actor_critic makes."""
+
+import numpy as np
+import pytest
+
+import rlcourse as rc
+
+
+def _gap(a, b):
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(rc.tree_leaves(a), rc.tree_leaves(b)))
+
+
+PPO_SHARED = dict(rollout=16, epochs=3, minibatch=32)
+PPO_MEMBERS = [
+    dict(seed=3, lr=1e-2, anneal_clip=True, target_kl=0.0005),
+    dict(seed=5, lr=1e-3, norm_adv=False, max_grad_norm=None, vf_clip=0.2, lam=0.9,
+         anneal_lr=False, ent_coef=0.01),
+]
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-9), (np.float32, 1e-4)])
+def test_ppo_sweep_members_are_single_ppo_runs(dtype, tol):
+    seeds = [m["seed"] for m in PPO_MEMBERS]
+    envs = [rc.CartPole(n=4, seed=s, max_steps=20) for s in seeds]
+    params = [rc.make_actor_critic(4, 2, hidden=(8, 8), seed=s, dtype=dtype)[1] for s in seeds]
+    runs = rc.ppo_sweep(envs, params, 1_280, PPO_MEMBERS, dtype=dtype, **PPO_SHARED)
+    stopped_early = False
+    for member, run in zip(PPO_MEMBERS, runs):
+        model, p = rc.make_actor_critic(4, 2, hidden=(8, 8), seed=member["seed"], dtype=dtype)
+        alone = rc.ppo(rc.CartPole(n=4, seed=member["seed"], max_steps=20), model, p, 1_280,
+                       dtype=dtype, progress=False, **PPO_SHARED, **member)
+        assert _gap(alone.params, run.params) < tol
+        assert np.array_equal(alone.episode_returns, run.episode_returns)
+        assert list(alone.history) == list(run.history)
+        for key in alone.history:
+            np.testing.assert_allclose(run.history[key], alone.history[key], atol=tol, rtol=tol)
+        assert run.settings == alone.settings and run.steps == alone.steps
+        stopped_early |= bool(np.any(alone.history["epochs"] < PPO_SHARED["epochs"]))
+    assert stopped_early, "the case must exercise target_kl's early stop"
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-9), (np.float32, 1e-4)])
+def test_actor_critic_sweep_members_are_single_a2c_runs(dtype, tol):
+    members = [dict(seed=3, lr=3e-3), dict(seed=5, lr=1e-3, norm_adv=True, lam=0.5,
+                                           max_grad_norm=None, anneal_lr=True)]
+    envs = [rc.CartPole(n=4, seed=m["seed"], max_steps=20) for m in members]
+    params = [rc.make_actor_critic(4, 2, hidden=(8, 8), seed=m["seed"], dtype=dtype)[1]
+              for m in members]
+    runs = rc.actor_critic_sweep(envs, params, 960, members, rollout=8, dtype=dtype)
+    for member, run in zip(members, runs):
+        model, p = rc.make_actor_critic(4, 2, hidden=(8, 8), seed=member["seed"], dtype=dtype)
+        alone = rc.actor_critic(rc.CartPole(n=4, seed=member["seed"], max_steps=20), model, p,
+                                960, rollout=8, dtype=dtype, progress=False, **member)
+        assert _gap(alone.params, run.params) < tol
+        assert np.array_equal(alone.episode_returns, run.episode_returns)
+        assert list(alone.history) == list(run.history)
+        for key in alone.history:
+            np.testing.assert_allclose(run.history[key], alone.history[key], atol=tol, rtol=tol)
+
+
+def test_members_of_one_env_are_independent_and_reproducible():
+    """A member with lr=0 never moves, whatever its neighbours do; its episodes come only from its
+    own copies (here: copies that never end, so it has none while the other member's end)."""
+    params = [rc.make_actor_critic(4, 2, hidden=(8,), seed=s)[1] for s in (0, 1)]
+    members = [dict(seed=0, lr=0.0), dict(seed=1, lr=1e-2)]
+    env = rc.CartPole(n=8, seed=0)
+    runs = rc.ppo_sweep(env, params, 1_024, members, rollout=32, epochs=2, minibatch=64)
+    assert _gap(runs[0].params, params[0]) == 0.0
+    assert _gap(runs[1].params, params[1]) > 0.0
+    assert len(runs[0].episode_returns) > 0 and runs[0].steps == runs[1].steps == 1_024
+    again = rc.ppo_sweep(rc.CartPole(n=8, seed=0), params, 1_024, members, rollout=32, epochs=2,
+                         minibatch=64)
+    assert _gap(again[1].params, runs[1].params) == 0.0
+    assert np.array_equal(again[0].episode_returns, runs[0].episode_returns)
+
+
+def test_one_tree_for_all_members_and_history_per_member():
+    _, p = rc.make_actor_critic(4, 2, hidden=(8,), seed=0)
+    runs = rc.actor_critic_sweep(rc.CartPole(n=6, seed=0), p, 480, [dict(seed=s) for s in range(3)])
+    assert len(runs) == 3 and all(r.updates == 30 for r in runs)  # 2 copies x 8 steps each
+    assert runs[0].settings["seed"] == 0 and runs[2].settings["seed"] == 2
+
+
+def test_bad_arguments_raise():
+    _, p = rc.make_actor_critic(4, 2, hidden=(8,), seed=0)
+    env = rc.CartPole(n=4, seed=0)
+    with pytest.raises(ValueError, match="split evenly"):
+        rc.ppo_sweep(env, p, 256, [dict(seed=s) for s in range(3)])
+    with pytest.raises(ValueError, match="seed"):
+        rc.ppo_sweep(env, p, 256, [dict(lr=1e-3), dict(seed=1)])
+    with pytest.raises(TypeError, match="cannot differ between members"):
+        rc.ppo_sweep(env, p, 256, [dict(seed=0, epochs=3), dict(seed=1)])
+    with pytest.raises(TypeError, match="not a per-member setting"):
+        rc.actor_critic_sweep(env, p, 256, [dict(seed=0), dict(seed=1)], clip=0.2)
+    with pytest.raises(ValueError, match="one tree per member"):
+        rc.ppo_sweep(env, [p, p, p], 256, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match="gamma"):
+        rc.ppo_sweep(env, p, 256, [dict(seed=0, gamma=1.5), dict(seed=1)])
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        rc.actor_critic_sweep(env, p, 256, [dict(seed=0, max_grad_norm=-1.0), dict(seed=1)])
+    with pytest.raises(ValueError, match="same network shapes"):
+        other = rc.make_actor_critic(4, 2, hidden=(4,), seed=0)[1]
+        rc.ppo_sweep(env, [p, other], 256, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match="one env per member"):
+        rc.ppo_sweep([rc.CartPole(n=2, seed=0)], p, 256, [dict(seed=0), dict(seed=1)])
+    broken = rc.tree_map(np.copy, p)
+    broken["actor"][-1]["w"][0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"member\(s\) \[1\]"):
+        rc.ppo_sweep(env, [p, broken], 256, [dict(seed=0), dict(seed=1)])
