@@ -240,6 +240,22 @@ def bp_no_w2_transpose(params, X, y):
     return [{"w": X.T @ dz, "b": dz.sum(0)}, {"w": h.T @ dpred, "b": dpred.sum(0)}]
 
 
+def bp_no_b1(params, X, y):
+    p = [{"w": params[0]["w"], "b": 0 * params[0]["b"]}, params[1]]
+    return bp(p, X, y)
+
+
+def bp_no_b2(params, X, y):
+    p = [params[0], {"w": params[1]["w"], "b": 0 * params[1]["b"]}]
+    return bp(p, X, y)
+
+
+def bp_w2_transposed(params, X, y):
+    grads = bp(params, X, y)
+    grads[1]["w"] = grads[1]["w"].T
+    return grads
+
+
 def bp_flat(params, X, y):
     return {"w1": bp_right(params, X, y)[0]["w"]}
 
@@ -583,6 +599,11 @@ def cg_solve(loss, w, iters):
     return np.linalg.solve(H, -g(w))
 
 
+def cg_big_eps(loss, w, iters):
+    g = rc.grad(loss)
+    return _cg(loss, w, iters, hvp=lambda v: (g(w + 1e-2 * v) - g(w - 1e-2 * v)) / 2e-2)
+
+
 def cg_one_iteration_short(loss, w, iters):
     return _cg(loss, w, iters - 1) if iters > 1 else _cg(loss, w, 1)
 
@@ -622,6 +643,9 @@ WRONG = [
     ("backprop", bp_hidden_wrong, "the output layer is right, the hidden layer is not"),
     ("backprop", bp_no_w2_transpose, "a shape mismatch"),
     ("backprop", bp_flat, "a list of two dicts"),
+    ("backprop", bp_no_b1, "b1 is missing from the forward pass"),
+    ("backprop", bp_no_b2, "b2 is missing from the forward pass"),
+    ("backprop", bp_w2_transposed, "a weight gradient is transposed"),
     ("backprop", bp_autodiff, "[reference] your function uses rc.grad"),
     ("adam_step", adam_no_correction, "no bias correction"),
     ("adam_step", adam_t_plus_one, "bias correction with t + 1"),
@@ -676,7 +700,8 @@ WRONG = [
     ("newton_cg", cg_ignores_iters, "you solved H x = -g completely"),
     ("newton_cg", cg_gradient_step, "a plain gradient step"),
     ("newton_cg", cg_solve, "[reference] your function uses np.linalg.solve"),
-    ("newton_cg", cg_one_iteration_short, "newton_cg: "),
+    ("newton_cg", cg_one_iteration_short, "iterations instead of"),
+    ("newton_cg", cg_big_eps, "H v by central differences with eps = 0.01"),
 ]
 
 
@@ -826,3 +851,20 @@ def test_a_question_is_graded_on_its_first_answer(tmp_path, monkeypatch, capsys)
     graded = [e for e in lines if e["graded"]]
     assert [e["passed"] for e in graded] == [False]  # the first answer, 1
     assert all(e["question"] for e in lines)
+
+
+def test_conjugate_gradient_run_to_the_end_is_the_exact_newton_step():
+    """The cases whose iters equals the number of weights: CG gives np.linalg.solve's step."""
+    from rlcourse.course.bank.foundations import _EXACT_HESSIANS
+
+    full = [c for c in exercises.get("newton_cg").cases() if c.args[2] == len(c.args[1])]
+    assert len(full) == 2
+    for case in full:
+        loss, w, iters = case.args
+        newton = np.linalg.solve(_EXACT_HESSIANS[loss](w), -rc.grad(loss)(w))
+        assert np.allclose(exercises.get("newton_cg").reference(*case.args), newton, rtol=1e-9)
+    stopped = [c for c in exercises.get("newton_cg").cases() if c.args[2] < len(c.args[1])]
+    for case in stopped:  # stopped early it is not the Newton step: the iters cases mean something
+        loss, w, iters = case.args
+        newton = np.linalg.solve(_EXACT_HESSIANS[loss](w), -rc.grad(loss)(w))
+        assert not np.allclose(exercises.get("newton_cg").reference(*case.args), newton, rtol=1e-3)

@@ -448,9 +448,12 @@ assert central_best < 1e-10 and forward_best > 1e-9       # central reaches what
 assert central_best > 1e-12                                 # but not 12 digits
 assert float32_best > 1e-6                                  # float32 never gets close
 assert sweep["central, float64"][-1] > 100 * central_best  # too small an eps is worse again
+for eps, err in zip(epsilons, sweep["central, float32"]):  # an error of exactly 1: the estimate
+    if err == 1.0:                                         # was 0, x + eps rounded back to x
+        assert np.mean(p32 + np.float32(eps) == p32) > 0.5
 print("asserted: the best float64 central difference is below 1e-10 (but above 1e-12), the best "
       "forward one above 1e-9, the best float32 one above 1e-6, and eps = 1e-12 is 100x worse "
-      "than the best eps")
+      "than the best eps; where the float32 error is 1, x + eps == x for most points")
 
 # %% [markdown]
 # (Where the float32 curve sits at 1, `x + eps` rounded back to `x`: the difference was 0.)
@@ -767,7 +770,7 @@ for seed, run in zip(SEEDS, runs):
 # %%
 def summary(key):
     values = np.array([run[key] for run in runs])
-    return values, f"median {np.median(values):.3f} (range {values.min():.3f}-{values.max():.3f})"
+    return values, f"median {np.median(values):.4f} (range {values.min():.4f}-{values.max():.4f})"
 
 
 train, train_text = summary("train")
@@ -775,7 +778,7 @@ held_out, held_text = summary("held_out")
 truth, truth_text = summary("truth")
 memorised, memorised_text = summary("memoriser_held_out")
 spikes, _ = summary("spike")
-print(f"noise variance {NOISE**2:.3f}; over {len(runs)} seeds:")
+print(f"noise variance {NOISE**2:.4f}; over {len(runs)} seeds:")
 print(f"  training loss (mean of the last 20 steps): {train_text}")
 print(f"  error on held-out noisy points:            {held_text}")
 print(f"  error against sin(3x) itself:              {truth_text}")

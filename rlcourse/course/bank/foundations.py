@@ -334,18 +334,28 @@ def _backprop_variants(params, X, y):
     """The usual wrong backward passes, by name: the gradients each gives."""
     (W1, b1), (W2, b2) = (params[0]["w"], params[0]["b"]), (params[1]["w"], params[1]["b"])
     n = len(X)
-    z = X @ W1 + b1
-    h = np.tanh(z)
-    pred = h @ W2 + b2
 
-    def backward(dpred, local=None, bias=np.sum):
+    def forward(with_b1=True, with_b2=True):
+        z = X @ W1 + (b1 if with_b1 else 0.0)
+        h = np.tanh(z)
+        return z, h, h @ W2 + (b2 if with_b2 else 0.0)
+
+    z, h, pred = forward()
+
+    def backward(dpred, local=None, bias=np.sum, h=h):
         dh = dpred @ W2.T
         dz = dh * ((1 - h**2) if local is None else local)
         return [{"w": X.T @ dz, "b": bias(dz, axis=0)},
                 {"w": h.T @ dpred, "b": bias(dpred, axis=0)}]
 
     right = 2 * (pred - y) / n
+    _, h_no_b1, pred_no_b1 = forward(with_b1=False)
+    _, _, pred_no_b2 = forward(with_b2=False)
     return {
+        "b1 is missing from the forward pass: z = X @ W1 + b1":
+            backward(2 * (pred_no_b1 - y) / n, h=h_no_b1),
+        "b2 is missing from the forward pass: pred = h @ W2 + b2":
+            backward(2 * (pred_no_b2 - y) / n),
         "the tanh's vjp is missing: dL/dz = dL/dh * (1 - h**2), where h = tanh(z)":
             backward(right, local=np.ones_like(h)),
         "the tanh's derivative is 1 - tanh(z)**2 = 1 - h**2: you used 1 - z**2, with the "
@@ -371,6 +381,9 @@ def _backprop_explain(case, got, expected):
         if mine["b"] != right["b"].shape and len(mine["b"]) == 2:
             return ("a bias gradient has a batch axis: b was broadcast over the points, so its "
                     "gradient sums dL/dz over them (axis 0)")
+        if mine["w"] != right["w"].shape and mine["w"] == right["w"].T.shape:
+            return (f"a weight gradient is transposed ({mine['w']} for a {right['w'].shape} "
+                    f"matrix): each gradient has its parameter's shape, dL/dW = input.T @ dL/dout")
     for why, variant in _backprop_variants(params, X, y).items():
         if all(_matches(g[k], w[k]) for g, w in zip(got, variant) for k in ("w", "b")):
             return why
@@ -914,6 +927,16 @@ def _newton_cg_explain(case, got, expected):
         if _matches(arr, _conjugate_gradient(forward(eps), g, iters), rtol=1e-7, atol=1e-10):
             return ("H v by a forward difference of gradients: its error shrinks only like eps; "
                     "use (g(w + eps v) - g(w - eps v)) / (2 eps)")
+    for eps in (1e-1, 1e-2, 1e-3):
+        central = lambda v, eps=eps: (gradient(w + eps * v) - gradient(w - eps * v)) / (2 * eps)
+        if _matches(arr, _conjugate_gradient(central, g, iters), rtol=1e-7, atol=1e-10):
+            return (f"H v by central differences with eps = {eps:g}: too large a step, its error "
+                    "(about eps**2 times the third derivative) shows; a step near 1e-5 is right")
+    for other in (iters - 1, iters + 1):
+        if other >= 1 and _matches(arr, _conjugate_gradient(lambda v: H @ v, g, other),
+                                   rtol=1e-6, atol=1e-9):
+            return (f"{other} iterations instead of {iters}: each pass of the loop is one CG "
+                    "iteration, and iters of them are asked for")
     return None
 
 
