@@ -210,7 +210,10 @@ def reference_uses(fn, forbidden=(), reference=None, same_name=None) -> list[str
             if isinstance(sub, ast.Attribute) and sub.attr in names:
                 flag(f".{sub.attr}")
             if isinstance(sub, ast.Name) and sub.id in names and sub.id not in local:
-                flag(sub.id)
+                named = resolve(sub, scope, local)
+                if not (isinstance(named, types.FunctionType) and not _is_library(named)):
+                    flag(sub.id)  # (a helper of the reader's own that happens to share the
+                    #                name is not flagged; what it calls is read below)
             if isinstance(sub, (ast.Name, ast.Attribute)):
                 obj = resolve(sub, scope, local)
                 if obj is _MISSING:
