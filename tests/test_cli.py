@@ -179,8 +179,8 @@ def test_graded_exercises_are_the_checks_of_solution_cells():
     """Lesson 00's worked example (episode_return, checked on functions the lesson writes) is
     not graded; every Build-it step and exercise is."""
     names = graded_exercises(LESSONS / "00_how_this_course_works.ipynb")
-    assert names == ["numerical_grad", "mse_grad", "mse_loss", "adam_step", "sgd_momentum_step",
-                     "complex_step_grad", "why_error_floor", "hessian_vector_product"]
+    assert names == ["numerical_grad", "matmul_vjp", "backprop", "adam_step", "sgd_momentum_step",
+                     "momentum_speedup", "complex_step_grad", "best_eps", "newton_cg"]
 
 
 def _notebook(*cells):
@@ -245,44 +245,75 @@ def test_progress_lists_each_exercise_for_the_student(tmp_path, capsys):
         (SOLVED, ["solution"]), (CHECK, []),
         ("def my_grad(f, x):\n    raise NotImplementedError\n", ["solution"]),
         ("rc.exercises.check('numerical_grad', my_grad)", []),
-        ("my_choice = 'A'", ["solution"]),
-        ("rc.exercises.check('why_error_floor', my_choice)", [])))
+        ("my_number = 9", ["solution"]),
+        ("rc.exercises.check('momentum_speedup', my_number)", [])))
     assert main(["progress", str(folder), "--lessons", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "01_toy: 1/3 passed\n" in out
-    assert "  [pass] episode_return\n  [todo] numerical_grad\n  [fail] why_error_floor (0/1 cases)" in out
+    assert "  [pass] episode_return\n  [todo] numerical_grad\n  [fail] momentum_speedup (0/1 cases)" in out
     assert out.rstrip().endswith("1/3 exercises passed")
 
 
-def test_grade_lesson_00_untouched_teacher_and_one_step_solved(tmp_path, capsys):
+CHEATS_00 = {  # the review's cheats, written into a student's copy of lesson 00
+    "def my_numerical_grad": "import functools\n"
+                             "my_numerical_grad = functools.partial("
+                             "rc.exercises.get('numerical_grad').reference)\n",
+    "def my_adam_step": "def my_adam_step(p, g, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):\n"
+                        "    opt = rc.Adam(lr=lr, betas=(b1, b2), eps=eps)\n"
+                        "    new, s = opt.step({'p': p}, {'p': g}, {'t': t - 1, 'm': {'p': m}, "
+                        "'v': {'p': v}})\n"
+                        "    return new['p'], s['m']['p'], s['v']['p']\n",
+    "momentum_speedup = ": "momentum_speedup = next(a for a in (1, 9, 10, 100) "
+                           "if rc.exercises.check('momentum_speedup', a, verbose=False))\n",
+    "def newton_cg": "def newton_cg(loss, w, iters):\n"
+                     "    return -np.linalg.inv(loss.hessian(w)) @ rc.grad(loss)(w)\n",
+}
+
+
+def test_grade_lesson_00_untouched_teacher_one_step_solved_and_cheats(tmp_path, capsys):
     """The real lesson: an untouched student copy passes nothing, the teacher's edition passes
-    everything, and a copy with one Build-it step written passes exactly that step."""
+    everything; a copy with one Build-it step written honestly and the review's cheats in four
+    others passes exactly the honest step, and the CSV says why each other one did not pass."""
     pytest.importorskip("nbclient")
-    untouched, solved = tmp_path / "untouched", tmp_path / "solved"
+    untouched, mixed = tmp_path / "untouched", tmp_path / "mixed"
     student_copy(untouched, LESSONS, only=["00"])
-    student_copy(solved, LESSONS, only=["00"])
+    student_copy(mixed, LESSONS, only=["00"])
     name = "00_how_this_course_works.ipynb"
     teacher_cells = json.loads((LESSONS / name).read_text(encoding="utf-8"))["cells"]
-    nb = json.loads((solved / name).read_text(encoding="utf-8"))
+    nb = json.loads((mixed / name).read_text(encoding="utf-8"))
     for theirs, mine in zip(teacher_cells, nb["cells"]):
-        if "def my_mse_grad" in "".join(theirs["source"]):
+        source = "".join(theirs["source"])
+        if "def my_matmul_vjp" in source:
             mine["source"] = theirs["source"]  # the student writes this one step
-    (solved / name).write_text(json.dumps(nb), encoding="utf-8")
+        for start, cheat in CHEATS_00.items():
+            if "solution" in theirs["metadata"].get("tags", []) and start in source:
+                if start == "momentum_speedup = ":  # the cell also holds sgd_momentum_step's stub
+                    cheat = "".join(mine["source"]).split("momentum_speedup = None")[0] + cheat
+                mine["source"] = cheat
+    (mixed / name).write_text(json.dumps(nb), encoding="utf-8")
 
     table = tmp_path / "grades.csv"
-    assert main(["grade", str(LESSONS), str(untouched), str(solved), "--only", "00",
+    assert main(["grade", str(LESSONS), str(untouched), str(mixed), "--only", "00",
                  "--csv", str(table)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^lessons\s+8/8\s+8/8$", out, re.M), out
-    assert re.search(r"^untouched\s+0/8\s+0/8$", out, re.M), out
-    assert re.search(r"^solved\s+1/8\s+1/8$", out, re.M), out
+    assert re.search(r"^lessons\s+9/9\s+9/9$", out, re.M), out
+    assert re.search(r"^untouched\s+0/9\s+0/9$", out, re.M), out
+    assert re.search(r"^mixed\s+1/9\s+1/9$", out, re.M), out
     assert "did not run cleanly" not in out  # a student copy with nothing written runs cleanly
+    assert "mixed 00: fail 1, todo 4, used the reference 3 (numerical_grad, adam_step, newton_cg)" \
+        in out, out
     rows = list(csv.DictReader(table.open()))
-    assert list(rows[0]) == ["student", "lesson", "exercise", "passed"]
-    assert len(rows) == 3 * 8
-    assert {r["exercise"] for r in rows if r["student"] == "solved" and r["passed"] == "1"} == \
-        {"mse_grad"}
-    assert all(r["passed"] == "1" for r in rows if r["student"] == "lessons")
+    assert list(rows[0]) == ["student", "lesson", "exercise", "passed", "state"]
+    assert len(rows) == 3 * 9
+    mixed_states = {r["exercise"]: r["state"] for r in rows if r["student"] == "mixed"}
+    assert mixed_states == {"numerical_grad": "reference", "matmul_vjp": "pass", "backprop": "todo",
+                            "adam_step": "reference", "sgd_momentum_step": "todo",
+                            "momentum_speedup": "fail", "complex_step_grad": "todo",
+                            "best_eps": "todo", "newton_cg": "reference"}
+    assert {r["exercise"] for r in rows if r["student"] == "mixed" and r["passed"] == "1"} == \
+        {"matmul_vjp"}
+    assert all(r["passed"] == "1" and r["state"] == "pass" for r in rows if r["student"] == "lessons")
+    assert all(r["state"] == "todo" for r in rows if r["student"] == "untouched")
     assert all(r["lesson"] == "00_how_this_course_works" for r in rows)
 
 

@@ -148,9 +148,11 @@ def test_results_are_appended_to_the_file_the_grader_names(toy, tmp_path, monkey
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [e["exercise"] for e in lines] == ["toy_softmax"] * 3
     assert lines[0] == {"exercise": "toy_softmax", "passed": False, "cases_passed": 0, "cases": 2,
-                        "todo": 2, "by": f"{__name__}.{todo.__qualname__}"}
+                        "todo": 2, "by": f"{__name__}.{todo.__qualname__}", "uses": [],
+                        "question": False, "graded": True}
     assert lines[1]["passed"] and lines[1]["cases_passed"] == 2 and lines[1]["todo"] == 0
     assert lines[2]["by"].startswith("rlcourse.")  # the grader does not count the reference
+    assert lines[2]["uses"] == ["rc.softmax"] and not lines[2]["passed"]
 
 
 def test_nothing_is_written_without_the_variable(toy, tmp_path, monkeypatch):
@@ -160,9 +162,87 @@ def test_nothing_is_written_without_the_variable(toy, tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
-def test_unknown_exercise_names_the_available_ones():
-    with pytest.raises(KeyError, match="numerical_grad"):
+def test_unknown_exercise_names_the_available_ones_and_the_refresh():
+    with pytest.raises(KeyError, match="numerical_grad") as info:
         exercises.check("no-such-exercise", print)
+    assert "rlcourse start --refresh NN" in str(info.value)
+
+
+def test_an_explain_that_fails_falls_back_on_the_compare_reason(capsys):
+    def explain(case, got, expected):
+        return float(got) > 0  # crashes on a text answer
+
+    exercises.register("toy_fragile", lambda: 2.0, [Case("your number")], explain=explain)
+    try:
+        assert not exercises.check("toy_fragile", "two")
+        assert "expected 2.0, got 'two'" in capsys.readouterr().out
+    finally:
+        del _REGISTRY["toy_fragile"]
+
+
+def test_forbid_names_what_an_answer_may_not_call(capsys):
+    """An exercise's own list (objects by identity, attribute names) and, always, rlcourse's
+    function of the exercise's name: the cases pass, the check does not."""
+    exercises.register("toy_clip", lambda x: np.clip(x, 0, 1), [Case("x", (np.array([-1.0, 2.0]),))],
+                       forbid=[np.clip, "clip_grad"])
+    try:
+        assert not exercises.check("toy_clip", lambda x: np.clip(x, 0.0, 1.0))
+        out = capsys.readouterr().out
+        assert "[pass] x" in out and "[reference] your function uses np.clip" in out
+        assert exercises.check("toy_clip", lambda x: np.minimum(np.maximum(x, 0.0), 1.0))
+
+        class Tool:
+            def clip_grad(self, x):
+                return np.minimum(np.maximum(x, 0.0), 1.0)
+
+        tool = Tool()
+        assert not exercises.check("toy_clip", lambda x: tool.clip_grad(x), verbose=False)
+    finally:
+        del _REGISTRY["toy_clip"]
+
+
+def test_the_exercise_of_a_library_name_forbids_that_function(capsys):
+    saved = _REGISTRY.pop("softmax", None)
+    exercises.register("softmax", lambda z: rc.softmax(z), [Case("z", (np.array([1.0, 2.0]),))])
+    try:
+        def mine(z):
+            return rc.softmax(z)
+
+        assert not exercises.check("softmax", mine)
+        assert "rc.softmax" in capsys.readouterr().out
+    finally:
+        del _REGISTRY["softmax"]
+        if saved is not None:
+            _REGISTRY["softmax"] = saved
+
+
+def test_the_reference_itself_still_passes_for_the_banks_own_tests():
+    """check(name, get(name).reference) is how every bank's tests validate a reference: True."""
+    exercises.register("toy_abs", abs, [Case("-2", (-2,))])
+    try:
+        assert exercises.check("toy_abs", exercises.get("toy_abs").reference, verbose=False)
+    finally:
+        del _REGISTRY["toy_abs"]
+
+
+def test_a_question_answered_through_a_lambda_counts_its_first_answer(tmp_path, monkeypatch,
+                                                                      capsys):
+    """Lesson 11 checks its questions as check(name, lambda: answer): the same rule holds."""
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv(exercises.RESULTS_ENV, str(results))
+    monkeypatch.setattr(exercises, "_FIRST_ANSWERS", {})
+    exercises.register("toy_q", lambda: "b", [Case("which?")])
+    try:
+        for letter in "abc":
+            exercises.check("toy_q", lambda letter=letter: letter)
+        exercises.check("toy_q", lambda: "a")  # the first answer again: graded, still wrong
+        out = capsys.readouterr().out
+        assert out.count("a later answer: shown, not graded") == 2
+        lines = [json.loads(line) for line in results.read_text().splitlines()]
+        assert [(e["passed"], e["graded"]) for e in lines] == \
+            [(False, True), (True, False), (False, False), (False, True)]
+    finally:
+        del _REGISTRY["toy_q"]
 
 
 def test_default_compare_catches_scalar_and_array_mismatches():

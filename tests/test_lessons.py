@@ -145,3 +145,26 @@ def test_notebook_equals_its_plain_text_twin(path):
     assert cell_summary(load(path)) == cell_summary(jupytext.read(twin)), (
         f"{path.name} and {twin.name} differ: rebuild with `python tools/build_lessons.py "
         f"{path.name[:2]}`")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_solutions_do_not_call_what_they_are_graded_on(path):
+    """A teacher's solution never calls rlcourse's function of its exercise's name (rc.gae for
+    "gae") nor reaches into the grader: it would be graded as 'used the reference' (the full
+    rule, with each exercise's forbid list, runs in every check; this is its static part)."""
+    import ast
+
+    from rlcourse.course.grading import _check_calls, _defined, _grader_use
+
+    nb = load(path)
+    assert not _grader_use(nb), f"{path.name}: a solution cell uses the grader"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    calls = _check_calls(code)
+    for cell in code:
+        if "solution" not in cell["metadata"].get("tags", []):
+            continue
+        tree = ast.parse("".join(cell["source"]))
+        graded = {name for name, reads in calls if reads & _defined(tree)}
+        used = {n.attr for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "rc"}
+        assert not used & graded, f"{path.name}: a solution calls rc.{sorted(used & graded)}"

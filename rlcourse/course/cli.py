@@ -3,18 +3,25 @@
 - ``rlcourse start [DIR]``: the student's workspace. Creates ``DIR`` (default ``my-rlcourse``)
   with the student edition of every lesson and the cheat sheets, once: later runs never
   overwrite a file there (they only add lessons that are new), so the student's work is kept.
-  Then opens Jupyter Lab in it (``--no-lab``: only create/update the workspace).
+  Each copy records the version of the lesson it was made from; ``start`` names the lessons
+  that changed since, and ``start --refresh NN`` writes the current version of lesson NN beside
+  the student's, as ``NN_topic_new.ipynb``. Then opens Jupyter Lab in it (``--no-lab``: only
+  create/update the workspace).
 - ``rlcourse progress [DIR] [--only NN ...]``: a student's own view: runs their notebooks
-  headless and lists each exercise as pass, fail or todo.
+  headless and lists each exercise's state (pass, fail, todo, used the reference, not run,
+  missing (stale copy)), and the lessons that changed since the copy was made.
 - ``rlcourse grade DIR [DIR ...] [--csv PATH]``: an instructor's view: one directory per student
   (the student is the directory's name); prints a table and writes CSV rows
-  ``student, lesson, exercise, passed``. A lesson that fails or times out is reported, not fatal.
+  ``student, lesson, exercise, passed, state``. A lesson that fails or times out is reported,
+  not fatal. It runs the students' code as you: see the README on isolation.
 - ``rlcourse lessons [--markdown]``: the course map, read from each notebook's title cell.
 - ``rlcourse check [LESSON ...]``: run lessons headless in fresh kernels, print the time each took,
   exit 1 if any cell fails (cells tagged ``raises-exception`` may raise).
 - ``rlcourse student-copy DEST``: the lessons with every ``solution`` cell replaced by stubs that
   raise ``NotImplementedError`` with the exercise's hint; exercise checks stay in place, no
   longer asserted, so the copy runs top to bottom and shows ``[todo]`` for open exercises.
+  Refuses a DEST that already holds lesson notebooks (``--force`` overwrites them) and, always,
+  the teacher's edition itself.
 
 Running notebooks needs the ``dev`` extra (nbclient, nbformat); ``start`` also needs Jupyter Lab.
 """
@@ -32,9 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-from .notebooks import execute, find_lessons, lesson_info
+from .notebooks import REFRESHED_SUFFIX, execute, find_lessons, lesson_info, lesson_version
 
-__all__ = ["main", "course_map_markdown", "student_copy", "stub_solution", "start_workspace"]
+__all__ = ["main", "course_map_markdown", "student_copy", "stub_solution", "start_workspace",
+           "refresh_lessons", "stale_lessons"]
 
 DEFAULT_WORKSPACE = "my-rlcourse"
 
@@ -140,41 +148,101 @@ def stub_solution(source: str, hint: str = "") -> str:
     return f"# {message}\n" + ast.unparse(ast.Module(body=flat, type_ignores=[])) + "\n"
 
 
+def _student_edition(path: Path) -> dict:
+    """The student edition of one teacher's notebook, in memory (nothing is written).
+
+    Raises ValueError, naming the lesson and the exercise, when a check names an exercise the
+    installed ``rlcourse`` does not register (the lessons and the package are out of step).
+    """
+    from .exercises import _REGISTRY
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    version = lesson_version(nb)
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        source = "".join(cell["source"])
+        for name in _CHECK_CALL.findall(source):
+            if name not in _REGISTRY:
+                import rlcourse
+
+                raise ValueError(
+                    f"{path.name} checks the exercise {name!r}, which the installed rlcourse "
+                    f"({Path(rlcourse.__file__).parent}) does not have: the lessons and the package "
+                    f"are out of step. In the course folder, run  pip install -e .  (or use the "
+                    f"lessons that came with this rlcourse: --lessons)")
+        if "solution" in tags:
+            name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
+                         for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
+            hint = _REGISTRY[name].hint if name in _REGISTRY else ""
+            cell["source"] = stub_solution(source, hint)
+        if _CHECK_CALL.search(source) and "solution" not in tags:
+            cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
+        if "solution" in tags or _CHECK_CALL.search(source):
+            cell["outputs"], cell["execution_count"] = [], None
+    nb.setdefault("metadata", {})["rlcourse"] = {"lesson": path.stem, "version": version}
+    return nb
+
+
+def _write_notebook(nb: dict, out: Path) -> None:
+    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _is_teachers_edition(folder: Path, lessons_dir: Path) -> bool:
+    """``folder`` is the teacher's lessons folder (or another one: it has the twins in src/)."""
+    folder = folder.resolve()
+    return folder == lessons_dir.resolve() or any((folder / "src").glob("[0-9][0-9]_*.py"))
+
+
 def student_copy(dest: str | Path, lessons_dir: str | Path | None = None, only=(),
-                 keep_existing: bool = False) -> list[Path]:
+                 keep_existing: bool = False, overwrite: bool = False) -> list[Path]:
     """Write the lessons to ``dest`` with solutions stubbed; returns the written paths.
 
-    ``only`` restricts to some lessons (numbers or names); with ``keep_existing`` a notebook
-    already in ``dest`` is left as it is (and not returned).
+    ``only`` restricts to some lessons (numbers or names). A notebook already in ``dest`` is
+    left as it is (and not returned) with ``keep_existing``, replaced with ``overwrite``, and
+    otherwise the copy is refused (FileExistsError) before anything is written. ``dest`` may
+    never be the teacher's edition (ValueError). Every notebook is prepared before the first is
+    written, so an error leaves ``dest`` as it was. Each copy records the lesson's version in
+    its metadata (``metadata["rlcourse"]``).
     """
-    from .exercises import get
     from .grading import select_lessons
 
+    lessons_dir = Path(lessons_dir or _default_lessons())
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path in select_lessons(lessons_dir or _default_lessons(), only):
+    if dest.exists() and _is_teachers_edition(dest, lessons_dir):
+        raise ValueError(f"{dest} is the teacher's edition (it holds the lessons' sources): a "
+                         f"student copy must go to another folder")
+    todo = []
+    for path in select_lessons(lessons_dir, only):
         out = dest / path.name
         if keep_existing and out.exists():
             continue
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        cells = nb["cells"]
-        for i, cell in enumerate(cells):
-            tags = cell.get("metadata", {}).get("tags", [])
-            source = "".join(cell["source"])
-            if cell["cell_type"] != "code":
-                continue
-            if "solution" in tags:
-                name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
-                             for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
-                hint = get(name).hint if name else ""
-                cell["source"] = stub_solution(source, hint)
-            if _CHECK_CALL.search(source) and "solution" not in tags:
-                cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
-            if "solution" in tags or _CHECK_CALL.search(source):
-                cell["outputs"], cell["execution_count"] = [], None
-        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(out)
+        todo.append((path, out))
+    existing = find_lessons(dest) if dest.is_dir() else []
+    if existing and not (keep_existing or overwrite):
+        raise FileExistsError(
+            f"{dest} already holds {len(existing)} lesson notebook(s) ({existing[0].name}, ...): "
+            f"writing the student edition there would replace a student's work. Choose a new "
+            f"folder, or overwrite on purpose with --force")
+    prepared = [(_student_edition(path), out) for path, out in todo]
+    dest.mkdir(parents=True, exist_ok=True)
+    for nb, out in prepared:
+        _write_notebook(nb, out)
+    return [out for _, out in prepared]
+
+
+def _copy_sheets(lessons_dir: Path, dest: Path) -> list[Path]:
+    written = []
+    sheets = lessons_dir.resolve().parent / "cheatsheets"
+    if sheets.is_dir():
+        for sheet in sorted(sheets.glob("*.md")):
+            target = dest / "cheatsheets" / sheet.name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(sheet, target)
+                written.append(target)
     return written
 
 
@@ -188,21 +256,84 @@ def start_workspace(dest: str | Path, lessons_dir: str | Path | None = None) -> 
     dest = Path(dest)
     kept = len(find_lessons(dest)) if dest.is_dir() else 0
     written = student_copy(dest, lessons_dir, keep_existing=True)
-    sheets = lessons_dir.resolve().parent / "cheatsheets"
-    if sheets.is_dir():
-        for sheet in sorted(sheets.glob("*.md")):
-            target = dest / "cheatsheets" / sheet.name
-            if not target.exists():
-                target.parent.mkdir(exist_ok=True)
-                shutil.copyfile(sheet, target)
-                written.append(target)
+    written += _copy_sheets(lessons_dir, dest)
     return written, kept
+
+
+def stale_lessons(dest: str | Path, lessons_dir: str | Path | None = None) -> list[Path]:
+    """The teacher's lessons that changed since the student's copy of them in ``dest`` was made."""
+    from .grading import copy_status
+
+    lessons_dir = Path(lessons_dir or _default_lessons())
+    stale = []
+    for teacher in find_lessons(lessons_dir):
+        mine = Path(dest) / teacher.name
+        if mine.exists():
+            try:
+                if copy_status(mine, teacher) == "stale":
+                    stale.append(teacher)
+            except (ValueError, KeyError, TypeError):
+                continue
+    return stale
+
+
+def refresh_lessons(dest: str | Path, lessons_dir: str | Path | None = None,
+                    only=()) -> list[Path]:
+    """Write the current student edition of some lessons beside the student's copies.
+
+    Lesson ``NN_topic`` goes to ``NN_topic_new.ipynb`` (to ``NN_topic.ipynb`` if the student
+    has no copy yet); the student's own notebook is never touched, and an earlier
+    ``_new`` file is not replaced (FileExistsError: rename or delete it first).
+    """
+    from .grading import select_lessons
+
+    lessons_dir = Path(lessons_dir or _default_lessons())
+    dest = Path(dest)
+    todo = []
+    for path in select_lessons(lessons_dir, only):
+        out = dest / path.name
+        if out.exists():
+            out = dest / f"{path.stem}{REFRESHED_SUFFIX}.ipynb"
+            if out.exists():
+                raise FileExistsError(f"{out} already exists (from an earlier --refresh): rename "
+                                      f"or delete it first; it is never overwritten")
+        todo.append((path, out))
+    prepared = [(_student_edition(path), out) for path, out in todo]
+    dest.mkdir(parents=True, exist_ok=True)
+    for nb, out in prepared:
+        _write_notebook(nb, out)
+    return [out for _, out in prepared]
+
+
+def _stale_warning(dest: Path, lessons_dir: Path) -> list[str]:
+    lines = []
+    for teacher in stale_lessons(dest, lessons_dir):
+        lines.append(f"lesson {teacher.name[:2]} changed since your copy was made: rlcourse start "
+                     f"{dest} --refresh {teacher.name[:2]} writes the current version as "
+                     f"{teacher.stem}{REFRESHED_SUFFIX}.ipynb beside yours (yours is never "
+                     f"overwritten)")
+    return lines
 
 
 def _cmd_start(args) -> int:
     dest = args.dir
+    if args.refresh:
+        if not dest.is_dir():
+            raise SystemExit(f"{dest} does not exist: create your workspace with rlcourse start")
+        try:
+            written = refresh_lessons(dest, args.lessons, args.refresh)
+        except (ValueError, FileExistsError) as err:
+            raise SystemExit(str(err)) from None
+        for path in written:
+            print(f"wrote {path} (the current version of the lesson; your own copy is untouched)")
+        return 0
     fresh = not dest.exists()
-    written, kept = start_workspace(dest, args.lessons)
+    if dest.exists() and _is_teachers_edition(dest, args.lessons):
+        raise SystemExit(f"{dest} is the teacher's edition: your workspace must be another folder")
+    try:
+        written, kept = start_workspace(dest, args.lessons)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     new_lessons = [p for p in written if p.suffix == ".ipynb"]
     if fresh:
         print(f"created your workspace {dest}/ with {len(new_lessons)} lessons (the student "
@@ -211,6 +342,8 @@ def _cmd_start(args) -> int:
         print(f"{dest}/ already exists: kept your {kept} notebooks as they are (this command "
               f"never overwrites them)" + (f"; added {len(new_lessons)} new lesson(s)"
                                             if new_lessons else ""))
+        for line in _stale_warning(dest, args.lessons):
+            print(line)
     print(f"your progress at any time: rlcourse progress {dest}")
     if args.no_lab:
         return 0
@@ -236,6 +369,8 @@ def _cmd_progress(args) -> int:
     if not args.dir.is_dir():
         raise SystemExit(f"{args.dir} does not exist: create your workspace with rlcourse start")
     os.environ.pop("MPLBACKEND", None)
+    for line in _stale_warning(args.dir, args.lessons):
+        print(line)
     rows, runs = grade_copy(args.dir, args.lessons, args.only, args.timeout,
                             say=lambda text: print(f"running {text}", flush=True))
     print(progress_report(rows, runs))
@@ -268,7 +403,10 @@ def _cmd_grade(args) -> int:
 
 
 def _cmd_student_copy(args) -> int:
-    written = student_copy(args.dest, args.lessons)
+    try:
+        written = student_copy(args.dest, args.lessons, overwrite=args.force)
+    except (ValueError, FileExistsError) as err:
+        raise SystemExit(str(err)) from None
     print(f"wrote {len(written)} student notebooks to {args.dest} (solutions replaced by stubs)")
     return 0
 
@@ -285,15 +423,19 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"your workspace (default: {DEFAULT_WORKSPACE})")
     p.add_argument("--no-lab", action="store_true", help="only create or update the workspace")
     p.add_argument("--no-browser", action="store_true", help="start Jupyter Lab without a browser")
+    p.add_argument("--refresh", nargs="+", default=[], metavar="LESSON",
+                   help="write the current version of these lessons beside yours, as NN_topic_new"
+                        ".ipynb (yours is never overwritten); nothing else is done")
     p = sub.add_parser("progress", parents=[common],
-                       help="run your notebooks and list each exercise: pass, fail or todo")
+                       help="run your notebooks and list each exercise's state (pass, fail, todo, ...)")
     p.add_argument("dir", nargs="?", type=Path, default=Path(DEFAULT_WORKSPACE))
     p.add_argument("--only", nargs="+", default=[], metavar="LESSON", help="lesson numbers or names")
     p.add_argument("--timeout", type=float, default=300, help="seconds per lesson (default 300)")
     p = sub.add_parser("grade", parents=[common],
                        help="grade student copies (one directory per student)")
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    p.add_argument("--csv", type=Path, default=None, help="write rows student,lesson,exercise,passed")
+    p.add_argument("--csv", type=Path, default=None,
+                   help="write rows student,lesson,exercise,passed,state")
     p.add_argument("--only", nargs="+", default=[], metavar="LESSON", help="lesson numbers or names")
     p.add_argument("--timeout", type=float, default=300, help="seconds per lesson (default 300)")
     p = sub.add_parser("lessons", parents=[common], help="print the course map")
@@ -303,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     p = sub.add_parser("student-copy", parents=[common], help="write lessons with solutions blanked")
     p.add_argument("dest", type=Path)
+    p.add_argument("--force", action="store_true",
+                   help="overwrite lesson notebooks already in DEST (a student's work there is lost)")
     args = parser.parse_args(argv)
     if args.lessons is None:
         args.lessons = _default_lessons()

@@ -5,28 +5,43 @@
 
 **Which exercises a lesson has** comes from the teacher's edition (``lessons/``), not from the
 student's notebook: an exercise is graded when a check cell calls
-``rc.exercises.check("name", fn)`` on an ``fn`` that a ``solution`` cell defines (so a worked
-example checked in the lesson's prose is not graded, and a check cell a student deleted still
-counts, as not passed).
+``rc.exercises.check("name", fn)`` on an ``fn`` that a ``solution`` cell defines (or a lambda
+reading such a name), so a worked example checked in the lesson's prose is not graded.
 
 **How results are collected**: each lesson runs in a fresh kernel whose environment variable
 ``RLCOURSE_RESULTS`` names a file; every ``rc.exercises.check`` appends one JSON line to it (see
 :mod:`rlcourse.course.exercises`). This is more robust than parsing the executed notebook's
 outputs: it does not depend on how verdicts are printed (``verbose=False``, a check inside a
 loop or a function, a student's own prints that look like verdicts, cleared or merged output
-streams), it carries structured fields (cases passed, not implemented yet, which function was
-graded), and whatever was recorded before a cell failed or the lesson timed out is kept. An
-exercise's result is its last check in the run. A check of one of ``rlcourse``'s own functions
-(``check("softmax", rc.softmax)``) does not count as the student's work.
+streams), it carries structured fields (cases passed, not implemented yet, what the graded
+function used), and whatever was recorded before a cell failed or the lesson timed out is kept.
+A function's result is its last check in the run; a question's is its first answer.
+
+**The state of each exercise** (the CSV's ``state`` column; :data:`STATES`):
+
+- ``pass``: every case passed, with the student's own code;
+- ``fail``: checked, some case failed;
+- ``todo``: still the stub (not implemented, not answered);
+- ``reference``: the graded function calls the exercise's reference or what it forbids
+  (``rc.numerical_grad`` inside ``my_numerical_grad``, ``rc.exercises.get(...)``, a bare alias
+  of an ``rlcourse`` function), or its solution cell reaches into the grader;
+- ``not run``: the lesson raised or ran out of time before the check ran;
+- ``stale``: the student's copy has no check of this exercise because it was made from an older
+  version of the lesson (each copy records the version it was made from);
+- ``missing``: the student's copy has no check of it (a deleted cell, or no notebook at all).
 
 The run keeps going past a cell that raises (``allow_errors``), so one broken step does not hide
 the rest of the lesson; the lesson is then reported as ``error`` with its first failing cell. A
 lesson has a wall-clock budget (``timeout`` seconds from its first cell; the kernel's start-up
-is not counted); past it the kernel is stopped and the
-lesson is reported as ``timeout``. Neither stops the grading of the other lessons or students.
-The grader never writes into a student's directory. It trusts the kernel: a student who writes
-to the results file by hand can forge a result, as one who edits a check can in any self-graded
-notebook.
+is not counted); past it the kernel is stopped and the lesson is reported as ``timeout``.
+Neither stops the grading of the other lessons or students. The grader never writes into a
+student's directory.
+
+**What this is not**: a sandbox. Each notebook runs as the user who runs the grader, with that
+user's environment and files, so grade in a container or as a throw-away user. A determined
+student can still forge a result (write to the results file, edit ``rlcourse`` in their own
+environment, hide a call from the static reading of their code); the checks above catch the
+easy routes: calling the reference, wrapping it, aliasing it, and trying every answer in a loop.
 """
 
 from __future__ import annotations
@@ -43,15 +58,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .exercises import RESULTS_ENV
-from .notebooks import execute, find_lessons
+from .notebooks import execute, find_lessons, lesson_version
 
-__all__ = ["ExerciseResult", "LessonRun", "graded_exercises", "run_lesson", "grade_copy",
-           "grade_table", "write_csv", "progress_report"]
+__all__ = ["ExerciseResult", "LessonRun", "graded_exercises", "checked_exercises", "run_lesson",
+           "grade_copy", "grade_table", "write_csv", "progress_report", "copy_status",
+           "STATES", "STATE_LABELS"]
+
+STATES = ("pass", "fail", "todo", "reference", "not run", "stale", "missing")
+STATE_LABELS = {
+    "pass": "pass", "fail": "fail", "todo": "todo", "reference": "used the reference",
+    "not run": "not run (the lesson stopped first)", "stale": "missing (stale copy)",
+    "missing": "missing",
+}
 
 
 @dataclass(frozen=True)
 class ExerciseResult:
-    """One exercise of one student: ``state`` is pass, fail, todo, not run or reference."""
+    """One exercise of one student: ``state`` is one of :data:`STATES`."""
 
     student: str
     lesson: str
@@ -67,47 +90,115 @@ class ExerciseResult:
 
 @dataclass
 class LessonRun:
-    """What running one lesson gave: ``status`` is ok, error, timeout or missing."""
+    """What running one lesson gave: ``status`` is ok, error, timeout or missing; ``copy`` is
+    current, stale or unknown (see :func:`copy_status`)."""
 
     lesson: str
     status: str
     detail: str = ""
     seconds: float = 0.0
-    checks: dict = field(default_factory=dict)  # exercise name -> its last recorded check
+    checks: dict = field(default_factory=dict)  # exercise name -> its graded check
+    copy: str = "current"
 
 
 class LessonTimeout(Exception):
     """The lesson's wall-clock budget ran out."""
 
 
-def graded_exercises(notebook: str | Path | dict) -> list[str]:
-    """The exercises of a lesson that a student writes, in notebook order.
-
-    A name counts when a code cell calls ``exercises.check("name", fn)`` with ``fn`` a name that
-    a cell tagged ``solution`` defines (a function or an assigned answer).
-    """
-    nb = notebook if isinstance(notebook, dict) else json.loads(
+def _load(notebook: str | Path | dict) -> dict:
+    return notebook if isinstance(notebook, dict) else json.loads(
         Path(notebook).read_text(encoding="utf-8"))
-    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    defined: set[str] = set()
+
+
+def _is_solution(cell) -> bool:
+    return "solution" in cell.get("metadata", {}).get("tags", [])
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names |= {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+              for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+              if isinstance(t, ast.Name)}
+    return names
+
+
+def _check_calls(cells) -> list[tuple[str, set[str]]]:
+    """(exercise, names its answer reads) for each ``exercises.check("name", answer)`` call in
+    cells not tagged ``solution``: the answer's name, or the names a lambda answer reads."""
+    calls = []
     for cell in cells:
-        if "solution" in cell.get("metadata", {}).get("tags", []):
-            tree = _parse("".join(cell["source"]))
-            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-            defined |= {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                        if isinstance(t, ast.Name)}
-    names: list[str] = []
-    for cell in cells:
-        if "solution" in cell.get("metadata", {}).get("tags", []):
+        if _is_solution(cell):
             continue
         for node in ast.walk(_parse("".join(cell["source"]))):
             if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("exercises.check")
                     and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str) and isinstance(node.args[1], ast.Name)
-                    and node.args[1].id in defined and node.args[0].value not in names):
-                names.append(node.args[0].value)
+                    and isinstance(node.args[0].value, str)):
+                answer = node.args[1]
+                if isinstance(answer, ast.Name):
+                    reads = {answer.id}
+                elif isinstance(answer, ast.Lambda):
+                    reads = {n.id for n in ast.walk(answer.body) if isinstance(n, ast.Name)}
+                else:
+                    reads = set()
+                calls.append((node.args[0].value, reads))
+    return calls
+
+
+def graded_exercises(notebook: str | Path | dict) -> list[str]:
+    """The exercises of a lesson that a student writes, in notebook order.
+
+    A name counts when a code cell calls ``exercises.check("name", fn)`` with ``fn`` a name that
+    a cell tagged ``solution`` defines (a function or an assigned answer), or a lambda that
+    reads one (``lambda: my_answer``).
+    """
+    cells = [c for c in _load(notebook)["cells"] if c["cell_type"] == "code"]
+    defined: set[str] = set()
+    for cell in cells:
+        if _is_solution(cell):
+            defined |= _defined(_parse("".join(cell["source"])))
+    names: list[str] = []
+    for exercise, reads in _check_calls(cells):
+        if reads & defined and exercise not in names:
+            names.append(exercise)
     return names
+
+
+def checked_exercises(notebook: str | Path | dict) -> set[str]:
+    """Every exercise name a check call in the notebook names (graded or not)."""
+    cells = [c for c in _load(notebook)["cells"] if c["cell_type"] == "code"]
+    return {exercise for exercise, _ in _check_calls(cells)}
+
+
+def _grader_use(notebook: dict) -> set[str]:
+    """Exercises whose solution cell reaches into the grader (``exercises.get``, ``.reference``,
+    ``_REGISTRY``, ``rlcourse.course``): graded as ``reference`` whatever its checks said."""
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    flagged: set[str] = set()
+    for cell in cells:
+        if not _is_solution(cell):
+            continue
+        tree = _parse("".join(cell["source"]))
+        text = [ast.unparse(n) for n in ast.walk(tree)
+                if isinstance(n, (ast.Attribute, ast.Import, ast.ImportFrom))]
+        if any(t.endswith(("exercises.get", ".reference", "._REGISTRY", "_REGISTRY"))
+               or "rlcourse.course" in t for t in text):
+            flagged |= _defined(tree)
+    return {exercise for exercise, reads in _check_calls(cells) if reads & flagged}
+
+
+def copy_status(student: str | Path | dict, teacher: str | Path | dict) -> str:
+    """Was the student's copy made from the teacher's current lesson?
+
+    ``current``: it records the lesson's current version (or, made before versions were
+    recorded, it checks the same exercises); ``stale``: it records another version, or checks
+    other exercises than the lesson now grades; ``unknown``: no record, same exercises.
+    """
+    student, teacher = _load(student), _load(teacher)
+    recorded = student.get("metadata", {}).get("rlcourse", {}).get("version")
+    if recorded is not None:
+        return "current" if recorded == lesson_version(teacher) else "stale"
+    same = set(graded_exercises(teacher)) <= checked_exercises(student)
+    return "unknown" if same else "stale"
 
 
 def _parse(source: str) -> ast.Module:
@@ -163,9 +254,14 @@ def run_lesson(path: str | Path, timeout: float = 300) -> LessonRun:
             for line in results.read_text(encoding="utf-8").splitlines():
                 try:
                     entry = json.loads(line)
-                    checks[entry["exercise"]] = entry
+                    name = entry["exercise"]
                 except (ValueError, KeyError, TypeError):
                     continue  # a line cut short by a stopped kernel
+                if entry.get("graded", True) is False:
+                    continue  # a later answer to a question: shown to the student, not graded
+                if entry.get("question") and name in checks and not checks[name].get("todo"):
+                    continue  # a question keeps its first answer
+                checks[name] = entry
     return LessonRun(lesson, status, detail, seconds, checks)
 
 
@@ -184,7 +280,7 @@ def _errors(nb) -> list[str]:
 def _state(check: dict | None) -> str:
     if check is None:
         return "not run"
-    if str(check.get("by", "")).startswith("rlcourse."):
+    if str(check.get("by", "")).startswith("rlcourse.") or check.get("uses"):
         return "reference"
     if check.get("passed"):
         return "pass"
@@ -207,15 +303,33 @@ def grade_copy(student_dir: str | Path, lessons_dir: str | Path, only: Iterable[
     rows: list[ExerciseResult] = []
     runs: list[LessonRun] = []
     for teacher_nb in select_lessons(lessons_dir, only):
-        names = graded_exercises(teacher_nb)
+        teacher = _load(teacher_nb)
+        names = graded_exercises(teacher)
         if not names:
             continue
         say(f"{student}: {teacher_nb.stem} ...")
-        run = run_lesson(student_dir / teacher_nb.name, timeout=timeout)
+        mine = student_dir / teacher_nb.name
+        run = run_lesson(mine, timeout=timeout)
         runs.append(run)
+        present, grader_use = set(), set()
+        if mine.exists():
+            try:
+                copy = _load(mine)
+                present, grader_use = checked_exercises(copy), _grader_use(copy)
+                run.copy = copy_status(copy, teacher)
+            except (ValueError, KeyError, TypeError):  # an unreadable notebook: run says why
+                run.copy = "unknown"
         for name in names:
             check = run.checks.get(name)
-            rows.append(ExerciseResult(student, run.lesson, name, _state(check),
+            if run.status == "missing":
+                state = "missing"
+            elif name not in present and check is None:
+                state = "stale" if run.copy == "stale" else "missing"
+            elif name in grader_use:
+                state = "reference"
+            else:
+                state = _state(check)
+            rows.append(ExerciseResult(student, run.lesson, name, state,
                                        int((check or {}).get("cases_passed", 0)),
                                        int((check or {}).get("cases", 0))))
     return rows, runs
@@ -238,8 +352,20 @@ def select_lessons(lessons_dir: str | Path, only: Iterable[str] = ()) -> list[Pa
     return chosen
 
 
+def _why_not(rows: list[ExerciseResult]) -> str:
+    """'todo 3, used the reference 1 (adam_step)' for the rows that did not pass."""
+    parts = []
+    for state in STATES[1:]:
+        names = [r.exercise for r in rows if r.state == state]
+        if names:
+            listed = f" ({', '.join(names)})" if state not in ("todo", "fail") else ""
+            parts.append(f"{STATE_LABELS[state]} {len(names)}{listed}")
+    return ", ".join(parts)
+
+
 def grade_table(rows: list[ExerciseResult], runs: dict[str, list[LessonRun]]) -> str:
-    """A table: one line per student, passed/graded per lesson and in total; then problems."""
+    """A table: one line per student, passed/graded per lesson and in total; then, per student
+    and lesson, why the other exercises did not pass; then lessons that did not run cleanly."""
     students = list(dict.fromkeys(r.student for r in rows)) or list(runs)
     lessons = list(dict.fromkeys(r.lesson for r in rows))
     numbers = [lesson[:2] for lesson in lessons]
@@ -253,6 +379,21 @@ def grade_table(rows: list[ExerciseResult], runs: dict[str, list[LessonRun]]) ->
             cells.append(f"{sum(r.passed for r in part)}/{len(part)}".rjust(5))
         total = f"{sum(r.passed for r in mine)}/{len(mine)}"
         lines.append(f"{student:<{width}}  " + "  ".join(cells) + f"  {total}")
+    why = []
+    for student in students:
+        for lesson in lessons:
+            part = [r for r in rows if r.student == student and r.lesson == lesson]
+            text = _why_not(part)
+            if text:
+                why.append(f"  {student} {lesson[:2]}: {text}")
+    if why:
+        lines += ["", "not passed, and why:"] + why
+    stale = [f"  {student} {run.lesson}: made from an older version of the lesson "
+             f"(the student can run: rlcourse start --refresh {run.lesson[:2]})"
+             for student, student_runs in runs.items() for run in student_runs
+             if run.copy == "stale"]
+    if stale:
+        lines += ["", "stale copies:"] + stale
     problems = [f"  {student} {run.lesson}: {run.status} ({run.detail})"
                 for student, student_runs in runs.items() for run in student_runs
                 if run.status != "ok"]
@@ -263,12 +404,13 @@ def grade_table(rows: list[ExerciseResult], runs: dict[str, list[LessonRun]]) ->
 
 
 def write_csv(rows: list[ExerciseResult], path: str | Path) -> None:
-    """CSV with the header ``student,lesson,exercise,passed`` (passed is 1 or 0)."""
+    """CSV with the header ``student,lesson,exercise,passed,state`` (passed is 1 or 0; state is
+    one of :data:`STATES`: pass, fail, todo, reference, not run, stale, missing)."""
     with open(path, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
-        writer.writerow(["student", "lesson", "exercise", "passed"])
+        writer.writerow(["student", "lesson", "exercise", "passed", "state"])
         for r in rows:
-            writer.writerow([r.student, r.lesson, r.exercise, int(r.passed)])
+            writer.writerow([r.student, r.lesson, r.exercise, int(r.passed), r.state])
 
 
 def progress_report(rows: list[ExerciseResult], runs: list[LessonRun]) -> str:
@@ -280,9 +422,12 @@ def progress_report(rows: list[ExerciseResult], runs: list[LessonRun]) -> str:
         run = status[lesson]
         note = "" if run.status == "ok" else f"   [{run.status}: {run.detail}]"
         lines.append(f"{lesson}: {sum(r.passed for r in part)}/{len(part)} passed{note}")
+        if run.copy == "stale":
+            lines.append(f"  this lesson changed since your copy was made: rlcourse start "
+                         f"--refresh {lesson[:2]} writes the current version beside yours")
         for r in part:
             cases = f" ({r.cases_passed}/{r.cases} cases)" if r.state == "fail" else ""
-            lines.append(f"  [{r.state}] {r.exercise}{cases}")
+            lines.append(f"  [{STATE_LABELS[r.state]}] {r.exercise}{cases}")
     done = sum(r.passed for r in rows)
     lines.append(f"{done}/{len(rows)} exercises passed")
     return "\n".join(lines)

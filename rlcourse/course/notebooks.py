@@ -16,7 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LessonInfo", "find_lessons", "lesson_info", "build", "execute", "cell_summary"]
+__all__ = ["LessonInfo", "find_lessons", "lesson_info", "build", "execute", "cell_summary",
+           "lesson_version", "REFRESHED_SUFFIX"]
+
+# ``rlcourse start --refresh NN`` writes the current lesson beside the student's as
+# ``NN_topic_new.ipynb``: a copy to compare with, not a lesson of its own.
+REFRESHED_SUFFIX = "_new"
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 _TITLE = re.compile(r"^#\s+(\d\d)\s+·\s+(.+?)\s*$", re.M)
@@ -34,11 +39,15 @@ class LessonInfo:
 
 
 def find_lessons(root: str | Path | None = None) -> list[Path]:
-    """The lesson notebooks ``NN_*.ipynb`` under ``root`` (default: ``./lessons``), in order."""
+    """The lesson notebooks ``NN_*.ipynb`` under ``root`` (default: ``./lessons``), in order.
+
+    A refreshed copy ``NN_topic_new.ipynb`` (see ``REFRESHED_SUFFIX``) is not counted.
+    """
     root = Path("lessons") if root is None else Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"lessons folder {str(root)!r} does not exist")
-    return sorted(p for p in root.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in root.glob("[0-9][0-9]_*.ipynb")
+                  if not p.stem.endswith(REFRESHED_SUFFIX))
 
 
 def lesson_info(path: str | Path) -> LessonInfo:
@@ -84,6 +93,17 @@ def cell_summary(nb) -> list[tuple[str, str, tuple[str, ...]]]:
         (c["cell_type"], "".join(c["source"]).strip(), tuple(c.get("metadata", {}).get("tags", ())))
         for c in nb["cells"]
     ]
+
+
+def lesson_version(nb) -> str:
+    """A short hash of a lesson's cells (type, source, tags; not outputs): it changes exactly
+    when the lesson's text or code does. Student copies record the version they were made from
+    (``metadata["rlcourse"]["version"]``), so a changed lesson can be noticed."""
+    import hashlib
+    import json
+
+    text = json.dumps(cell_summary(nb), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def execute(nb, cwd: str | Path, timeout: int = 300, *, env: dict | None = None,

@@ -9,8 +9,11 @@ Each ``explain(case, got, expected)`` gives the reason for a mismatch in the les
 (``expected`` is None for a case that must raise); ``explain_error(case, err)`` does the same for
 an answer that raised. ``call(fn, *args, **kwargs)`` says how a function is graded when calling
 it is not enough (e.g. differentiate a loss: ``call=lambda fn, params, x:
-value_and_grad(fn)(params, x)``); reference and answer go through it alike. Readers never call
-this module; they call :func:`rlcourse.course.exercises.check`.
+value_and_grad(fn)(params, x)``); reference and answer go through it alike. ``forbid`` lists
+what an answer may not call because it would do the exercise for the reader (``rc.Adam`` for an
+Adam step, ``np.linalg.solve`` for a conjugate-gradient solver, ``"hessian"`` for an attribute):
+see :mod:`rlcourse.course.integrity`. Readers never call this module; they call
+:func:`rlcourse.course.exercises.check`.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Exercise:
     hint: str
     call: Callable[..., Any] | None = None
     explain_error: Callable[[Case, BaseException], str | None] | None = None
+    forbid: tuple = ()
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -106,6 +110,7 @@ def register(
     hint: str = "",
     call: Callable[..., Any] | None = None,
     explain_error: Callable[[Case, BaseException], str | None] | None = None,
+    forbid=(),
 ) -> None:
     """Register (or replace) exercise ``name``.
 
@@ -115,6 +120,9 @@ def register(
     student copies put in their stubs. ``call(fn, *args, **kwargs)`` (default ``fn(*args,
     **kwargs)``) runs the reference and the reader's function on a case. ``explain_error(case,
     err)`` names the mistake behind an exception the reader's function raised (or None).
+    ``forbid``: objects (by identity) and names (attributes such as ``"hessian"``) an answer must
+    not use, besides the reference, ``rlcourse``'s function named ``name`` and the grading code,
+    which are always forbidden (:mod:`rlcourse.course.integrity`).
 
     The reader may also pass a plain value instead of a function (the answer to a multiple-choice
     or numeric question): it is compared with ``reference(*case.args, **case.kwargs)``.
@@ -122,4 +130,5 @@ def register(
     if not name or not isinstance(name, str):
         raise ValueError(f"name: expected a non-empty string, got {name!r}")
     builder = cases if callable(cases) else (lambda: list(cases))
-    _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint, call, explain_error)
+    _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint, call, explain_error,
+                               tuple(forbid))

@@ -1,15 +1,21 @@
 """Lesson 00's exercises.
 
 - the worked example of the orientation: ``episode_return``;
-- Build it: ``numerical_grad`` (central differences), ``mse_grad`` (a gradient by hand),
-  ``mse_loss`` (the same loss written for autodiff, graded through ``value_and_grad``),
+- Build it: ``numerical_grad`` (central differences), ``matmul_vjp`` (one operation's
+  vector-Jacobian product), ``backprop`` (reverse mode by hand through a two-layer network),
   ``adam_step``;
-- Exercises: ``sgd_momentum_step``, ``complex_step_grad``, ``why_error_floor`` (multiple choice),
-  ``hessian_vector_product``.
+- Exercises: ``sgd_momentum_step`` and ``momentum_speedup`` (a number), ``complex_step_grad``,
+  ``best_eps`` (the step that minimises the central difference's error, also checked against a
+  measured sweep), ``newton_cg`` (a truncated Newton step by conjugate gradient on
+  Hessian-vector products).
 
-Each ``explain`` recomputes the typical wrong answers (a forward difference, a missing factor 2,
-a missing bias correction, another momentum convention, ...) and names the one that matches.
+Each ``explain`` recomputes the typical wrong answers (a forward difference, a missing
+transpose, a missing tanh derivative, a missing bias correction, another momentum convention,
+...) and names the one that matches. ``forbid`` lists what would do an exercise for the reader
+(``rc.Adam`` for ``adam_step``, ``np.linalg.solve`` for ``newton_cg``, ...).
 """
+
+import weakref
 
 import numpy as np
 
@@ -96,6 +102,25 @@ def _numerical_grad_reference(f, x, eps=1e-6):
     return ad.numerical_grad(f, x, eps=eps)
 
 
+class _Mutated:
+    """What a numerical_grad answer returned when it also changed the caller's x."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return "a result, after changing the caller's x"
+
+
+def _numerical_grad_call(fn, f, x, **kwargs):
+    """Run ``fn`` and also check that it left the caller's ``x`` as it found it."""
+    before = np.array(x, copy=True)
+    out = fn(f, x, **kwargs)
+    if not (np.shape(x) == before.shape and np.array_equal(x, before)):
+        return _Mutated(out)
+    return out
+
+
 def _sum_of_squares(x):
     return float(np.sum(x**2))
 
@@ -125,6 +150,10 @@ def _numerical_grad_cases():
         Case("sum(x)**2 + x0*x2 at 3 points",
              (_square_of_sum, np.array([0.3, -1.2, 2.0]))),
         Case("an integer x = [1, 2, 3] of sum(x**1.5)", (_sum_pow_1_5, np.array([1, 2, 3]))),
+        # eps = 1e-2 moves the answer of sum(exp(3x)) by eps**2 * 27 / 6 ~ 5e-4 relative: a
+        # function that ignores eps (and uses 1e-6) is told apart
+        Case("sum(exp(3x)) with eps = 1e-2 passed as a keyword",
+             (_sum_exp3, np.array([0.2, -0.4])), {"eps": 1e-2}),
     ]
 
 
@@ -153,6 +182,9 @@ def _not_restored(f, x, eps):
 
 
 def _numerical_grad_explain(case, got, expected):
+    if isinstance(got, _Mutated):
+        return ("your function changed the caller's x (the values are still there after it "
+                "returned): perturb a copy, or put each entry back, so that x is as you found it")
     f, x = case.args
     eps = case.kwargs.get("eps", 1e-6)
     arr = np.asarray(got)
@@ -168,6 +200,11 @@ def _numerical_grad_explain(case, got, expected):
     if arr.dtype == np.float32:
         return ("a float32 result: float32 rounding, divided by 2*eps, swamps the derivative; "
                 "compute in float64")
+    if "eps" in case.kwargs:
+        for other in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
+            if _matches(got, ad.numerical_grad(f, x, eps=other), rtol=1e-9):
+                return (f"the eps passed in ({eps:g}) was ignored: a step of {other:g} was used. "
+                        "Use the eps argument")
     if _matches(got, 2 * expected):
         return "twice the gradient: a central difference divides by 2*eps, not eps"
     xf = np.asarray(x, dtype=float)
@@ -193,137 +230,184 @@ def _numerical_grad_explain(case, got, expected):
 register(
     "numerical_grad", _numerical_grad_reference, _numerical_grad_cases,
     compare=_compare_arrays(rtol=1e-7, atol=1e-9), explain=_numerical_grad_explain,
+    call=_numerical_grad_call,
+    forbid=[ad.numerical_grad, ad.value_and_grad, ad.grad],
     hint="move one coordinate at a time, the same small step both ways, and leave x as you found it",
 )
 
 
-# ------------------------------------------------------------ Build it 2: mse_grad
+# ------------------------------------------------------------ Build it 2: matmul_vjp
+# The vector-Jacobian product of C = A @ B: from G = dL/dC to (dL/dA, dL/dB).
 
-def _mse_traced(params, X, y):
-    return ad.mean(ad.square(X @ params["w"] + params["b"] - y))
-
-
-def _mse_grad_reference(X, w, b, y):
-    _, g = ad.value_and_grad(_mse_traced)({"w": np.asarray(w, float), "b": np.asarray(float(b))},
-                                          X, y)
-    return g["w"], float(g["b"])
+def _matmul_vjp_reference(G, A, B):
+    _, (gA, gB) = ad.value_and_grad(lambda A, B: ad.sum((A @ B) * G), argnums=(0, 1))(A, B)
+    return gA, gB
 
 
-def _mse_grad_cases():
-    rng = np.random.default_rng(3)
-    X1 = rng.normal(size=(32, 3))
-    y1 = X1 @ np.array([1.5, -2.0, 0.5]) + 0.3 + 0.1 * rng.normal(size=32)
-    X2 = rng.normal(size=(5, 2))
-    X3 = rng.normal(size=(4, 4))
+def _matmul_vjp_cases():
+    rng = np.random.default_rng(6)
     return [
-        Case("32 points, 3 features, at w = 0, b = 0", (X1, np.zeros(3), 0.0, y1)),
-        Case("5 points, 2 features, w and b not zero",
-             (X2, np.array([0.5, -1.0]), -0.7, rng.normal(size=5))),
-        Case("a square X (4 points, 4 features)",
-             (X3, rng.normal(size=4), 0.4, rng.normal(size=4))),
+        Case("A 2x3, B 3x4", (rng.normal(size=(2, 4)), rng.normal(size=(2, 3)),
+                              rng.normal(size=(3, 4)))),
+        Case("square A and B, 3x3 (shapes cannot catch a missing transpose here)",
+             (rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))),
+        Case("one row: A 1x3, B 3x2", (rng.normal(size=(1, 2)), rng.normal(size=(1, 3)),
+                                       rng.normal(size=(3, 2)))),
+        Case("a column out: A 4x2, B 2x1", (rng.normal(size=(4, 1)), rng.normal(size=(4, 2)),
+                                            rng.normal(size=(2, 1)))),
     ]
 
 
-def _mse_grad_explain(case, got, expected):
-    X, w, b, y = case.args
+def _matmul_vjp_explain(case, got, expected):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return the pair (dL/dw, dL/db)"
-    gw, gb = got
-    ew, eb = expected
-    n = len(y)
-    r = X @ w + b - y
-    if np.shape(gw) != np.shape(ew):
-        return f"dL/dw must have w's shape {np.shape(ew)}, got {np.shape(gw)}"
-    if _matches(gw, ew):
-        if _matches(gb, np.mean(r)):
-            return "dL/db lacks the factor 2 from the derivative of the square"
-        if _matches(gb, 2 * np.sum(r)) or _matches(gb, np.sum(r)):
-            return "dL/db is a sum: the loss is a mean, so divide by N"
-        return "dL/dw is right; dL/db = (2/N) * sum(residual)"
-    if _matches(gw, ew / 2):
-        return "half the gradient: the derivative of (residual)**2 is 2 * residual"
-    if _matches(gw, n * ew) or _matches(gw, n * ew / 2):
-        return "N times the gradient: the loss is a mean, so divide by N"
-    if _matches(gw, -ew):
-        return "wrong sign: the residual is prediction - target, X @ w + b - y"
-    if _matches(gw, 2 * X.T @ (X @ w - y) / n):
-        return "b is missing from the prediction: the residual is X @ w + b - y"
-    if X.shape[0] == X.shape[1] and _matches(gw, 2 * X @ r / n):
-        return "X where X.T belongs: dL/dw = (2/N) X.T @ residual (shapes only agree for square X)"
+        return "return the pair (dL/dA, dL/dB)"
+    G, A, B = case.args
+    gA, gB = (np.asarray(g, dtype=float) for g in got)
+    eA, eB = expected
+    if gA.shape == eB.shape and gB.shape == eA.shape and _matches(gA, eB) and _matches(gB, eA):
+        return "the pair is swapped: return (dL/dA, dL/dB), in the order of the inputs"
+    for mine, right, name, shape in ((gA, eA, "dL/dA", A.shape), (gB, eB, "dL/dB", B.shape)):
+        if _matches(mine, right):
+            continue
+        if mine.shape == right.T.shape and _matches(mine, right.T):
+            return (f"{name} is transposed: it must have the shape of its input, {shape}; "
+                    f"dL/dA = G @ B.T and dL/dB = A.T @ G")
+        if name == "dL/dA" and G.shape[1] == B.shape[0] and _matches(mine, G @ B):
+            return ("dL/dA = G @ B is missing a transpose: C_ij = sum_k A_ik B_kj, so "
+                    "dL/dA_ik = sum_j G_ij B_kj, which is G @ B.T")
+        if name == "dL/dB" and A.shape[0] == A.shape[1] and _matches(mine, A @ G):
+            return ("dL/dB = A @ G is missing a transpose: dL/dB_kj = sum_i A_ik G_ij, which is "
+                    "A.T @ G")
+        if mine.shape != right.shape:
+            return f"{name} must have its input's shape {shape}, got {mine.shape}"
+        return None
     return None
 
 
-def _mse_explain_error(case, err):
+def _matmul_vjp_explain_error(case, err):
     if "matmul" in str(err) or "shapes" in str(err) or "aligned" in str(err):
-        return "a shape mismatch: dL/dw = (2/N) X.T @ residual, where X is [N, d]"
+        G, A, B = case.args
+        return (f"a shape mismatch: G is {G.shape} like C, A is {A.shape}, B is {B.shape}; "
+                f"each gradient has its input's shape, so dL/dA = G @ B.T and dL/dB = A.T @ G")
     return None
 
 
 register(
-    "mse_grad", _mse_grad_reference, _mse_grad_cases, explain=_mse_grad_explain,
-    explain_error=_mse_explain_error,
-    hint="differentiate (x_i . w + b - y_i)**2 for one i, then average over i; X.T sums over points",
+    "matmul_vjp", _matmul_vjp_reference, _matmul_vjp_cases, explain=_matmul_vjp_explain,
+    explain_error=_matmul_vjp_explain_error,
+    forbid=[ad.value_and_grad, ad.grad, ad.numerical_grad, "_matmul_grad_a", "_matmul_grad_b"],
+    hint="write one entry, C_ij = sum_k A_ik B_kj, differentiate it, and let the shapes guide "
+         "which matrix is transposed",
 )
 
 
-# ------------------------------------------------------------ Build it 3: mse_loss (traced)
+# ------------------------------------------------------------ Build it 3: backprop
+# Reverse mode by hand through pred = tanh(X @ W1 + b1) @ W2 + b2, L = mean((pred - y)**2).
 
-def _mse_loss_call(fn, params, X, y):
-    return ad.value_and_grad(fn)(params, X, y)
+def _backprop_loss(params, X, y):
+    hidden = ad.tanh(X @ params[0]["w"] + params[0]["b"])
+    return ad.mean(ad.square(hidden @ params[1]["w"] + params[1]["b"] - y))
 
 
-def _mse_loss_cases():
-    rng = np.random.default_rng(4)
-    X1 = rng.normal(size=(32, 3))
-    X2 = rng.normal(size=(5, 2))
+def _backprop_reference(params, X, y):
+    return ad.grad(_backprop_loss)(params, X, y)
+
+
+def _backprop_params(rng, d, k):
+    return [{"w": rng.normal(size=(d, k)), "b": 0.3 * rng.normal(size=k)},
+            {"w": rng.normal(size=(k, 1)) / np.sqrt(k), "b": 0.3 * rng.normal(size=1)}]
+
+
+def _backprop_cases():
+    rng = np.random.default_rng(7)
     return [
-        Case("32 points, at w = 0, b = 0",
-             ({"w": np.zeros(3), "b": np.array(0.0)}, X1, X1 @ np.array([1.5, -2.0, 0.5]) + 0.3)),
-        Case("5 points, w and b not zero",
-             ({"w": np.array([0.5, -1.0]), "b": np.array(-0.7)}, X2, rng.normal(size=5))),
+        Case("8 points, 3 inputs, 4 hidden units",
+             (_backprop_params(rng, 3, 4), rng.normal(size=(8, 3)), rng.normal(size=(8, 1)))),
+        Case("5 points, 2 inputs, 6 hidden units",
+             (_backprop_params(rng, 2, 6), rng.normal(size=(5, 2)), rng.normal(size=(5, 1)))),
+        Case("one point, 4 inputs, 3 hidden units",
+             (_backprop_params(rng, 4, 3), rng.normal(size=(1, 4)), rng.normal(size=(1, 1)))),
     ]
 
 
-def _mse_loss_explain(case, got, expected):
+def _backprop_variants(params, X, y):
+    """The usual wrong backward passes, by name: the gradients each gives."""
+    (W1, b1), (W2, b2) = (params[0]["w"], params[0]["b"]), (params[1]["w"], params[1]["b"])
+    n = len(X)
+
+    def forward(with_b1=True, with_b2=True):
+        z = X @ W1 + (b1 if with_b1 else 0.0)
+        h = np.tanh(z)
+        return z, h, h @ W2 + (b2 if with_b2 else 0.0)
+
+    z, h, pred = forward()
+
+    def backward(dpred, local=None, bias=np.sum, h=h):
+        dh = dpred @ W2.T
+        dz = dh * ((1 - h**2) if local is None else local)
+        return [{"w": X.T @ dz, "b": bias(dz, axis=0)},
+                {"w": h.T @ dpred, "b": bias(dpred, axis=0)}]
+
+    right = 2 * (pred - y) / n
+    _, h_no_b1, pred_no_b1 = forward(with_b1=False)
+    _, _, pred_no_b2 = forward(with_b2=False)
+    return {
+        "b1 is missing from the forward pass: z = X @ W1 + b1":
+            backward(2 * (pred_no_b1 - y) / n, h=h_no_b1),
+        "b2 is missing from the forward pass: pred = h @ W2 + b2":
+            backward(2 * (pred_no_b2 - y) / n),
+        "the tanh's vjp is missing: dL/dz = dL/dh * (1 - h**2), where h = tanh(z)":
+            backward(right, local=np.ones_like(h)),
+        "the tanh's derivative is 1 - tanh(z)**2 = 1 - h**2: you used 1 - z**2, with the "
+        "layer's input z instead of its output h": backward(right, local=1 - z**2),
+        "half the gradient: the derivative of (pred - y)**2 is 2 * (pred - y)":
+            backward(right / 2),
+        "N times the gradient: the loss is a mean over the N points, so dL/dpred = "
+        "2 * (pred - y) / N": backward(right * n),
+        "wrong sign: the residual is pred - y": backward(-right),
+        "the biases' gradients are averaged over the points: the 1/N is already in dL/dpred, "
+        "so sum over the points (the axis broadcasting added)": backward(right, bias=np.mean),
+    }
+
+
+def _backprop_explain(case, got, expected):
     params, X, y = case.args
-    value, grads = got
-    e_value, e_grads = expected
-    n = len(y)
-    if np.isclose(value, e_value, rtol=1e-9):
-        if all(not np.any(g) for g in ad.tree_leaves(grads)):
-            return ("the value is right but every gradient is zero: the loss was not built from "
-                    "the traced params (np.* functions, .value or stop_gradient cut the path)")
-        if isinstance(grads, dict) and "b" in grads and not np.any(grads["b"]) \
-                and np.any(e_grads["b"]):
-            return ("dL/db is zero: b is missing from the prediction (here b = 0, so the value "
-                    "agrees): X @ params['w'] + params['b']")
-        return None
-    if np.isclose(value, n * e_value, rtol=1e-9):
-        return "N times the loss: use rc.mean, not rc.sum"
-    if np.isclose(value, np.mean((X @ params["w"] - y) ** 2), rtol=1e-9):
-        return "b is missing from the prediction: X @ params['w'] + params['b']"
-    if np.isclose(value, np.sqrt(e_value), rtol=1e-9):
-        return "that is the root of the mean squared error; the loss is the mean squared error"
+    try:
+        shapes = [{k: np.shape(layer[k]) for k in ("w", "b")} for layer in got]
+    except (TypeError, KeyError, IndexError):
+        return ("return the gradients in the structure of params: a list of two dicts with "
+                "keys 'w' and 'b'")
+    for mine, right in zip(shapes, expected):
+        if mine["b"] != right["b"].shape and len(mine["b"]) == 2:
+            return ("a bias gradient has a batch axis: b was broadcast over the points, so its "
+                    "gradient sums dL/dz over them (axis 0)")
+        if mine["w"] != right["w"].shape and mine["w"] == right["w"].T.shape:
+            return (f"a weight gradient is transposed ({mine['w']} for a {right['w'].shape} "
+                    f"matrix): each gradient has its parameter's shape, dL/dW = input.T @ dL/dout")
+    for why, variant in _backprop_variants(params, X, y).items():
+        if all(_matches(g[k], w[k]) for g, w in zip(got, variant) for k in ("w", "b")):
+            return why
+    if all(_matches(got[1][k], expected[1][k]) for k in ("w", "b")):
+        return ("the output layer is right, the hidden layer is not: dL/dh = dL/dpred @ W2.T, "
+                "then through the tanh, then dL/dW1 = X.T @ dL/dz")
     return None
 
 
-def _mse_loss_explain_error(case, err):
-    text = str(err)
-    if "ufunc" in text or "Tensor" in text:
-        return ("a numpy function was applied to traced parameters: inside the loss use rc.mean, "
-                "rc.square (and + - * / @ **), which record themselves on the tape")
-    if "scalar" in text:
-        return "the loss must be one number: reduce the squared residuals with rc.mean"
-    if isinstance(err, KeyError):
-        return "params holds the keys 'w' and 'b'"
+def _backprop_explain_error(case, err):
+    if "matmul" in str(err) or "shapes" in str(err) or "aligned" in str(err):
+        return ("a shape mismatch: each gradient has its input's shape; a matmul's vjp is "
+                "G @ B.T for the left input and A.T @ G for the right one")
+    if isinstance(err, (KeyError, TypeError, IndexError)):
+        return "params is a list of two dicts, [{'w': W1, 'b': b1}, {'w': W2, 'b': b2}]"
     return None
 
 
 register(
-    "mse_loss", _mse_traced, _mse_loss_cases, call=_mse_loss_call, explain=_mse_loss_explain,
-    explain_error=_mse_loss_explain_error,
-    hint="the same mean squared error as before, written with rc operations on params['w'] and "
-         "params['b'] so that value_and_grad can trace it",
+    "backprop", _backprop_reference, _backprop_cases, explain=_backprop_explain,
+    explain_error=_backprop_explain_error,
+    forbid=[ad.value_and_grad, ad.grad, ad.numerical_grad, ad.Tensor],
+    hint="run the network forward and keep z, h and pred; then go backwards from dL/dpred, one "
+         "vjp per operation, each gradient shaped like the array it belongs to",
 )
 
 
@@ -365,6 +449,18 @@ def _adam_variants(params, grads, m, v, t, lr, b1, b2, eps):
                 step(m1, v1, m1 / (1 - b1 ** (t + 1)), v1 / (1 - b2 ** (t + 1))),
             "eps inside the square root: the step is m_hat / (sqrt(v_hat) + eps)":
                 step(m1, v1, mh, vh, p_new=params - lr * mh / np.sqrt(vh + eps)),
+            "eps is missing from the denominator: m_hat / (sqrt(v_hat) + eps) (it matters where "
+            "v_hat is small, as in this case)":
+                step(m1, v1, mh, vh, p_new=params - lr * mh / np.sqrt(vh)),
+            "eps added to the uncorrected sqrt(v) (Kingma & Ba's 'efficient' form with "
+            "eps_hat = eps): here eps is added to sqrt(v_hat), as rc.Adam and PyTorch do":
+                step(m1, v1, mh, vh, p_new=params - lr * np.sqrt(1 - b2**t) / (1 - b1**t)
+                     * m1 / (np.sqrt(v1) + eps)),
+            "the correction of v is applied outside the square root: v_hat = v / (1 - b2**t), "
+            "then sqrt(v_hat)":
+                step(m1, v1, mh, vh, p_new=params - lr * mh / (np.sqrt(v1) / (1 - b2**t) + eps)),
+            "v corrected with b1: v_hat = v / (1 - b2**t), with v's own b2":
+                step(m1, v1, mh, v1 / (1 - b1**t)),
             "v must average the squared gradient g**2, not g or |g|":
                 step(m1, b2 * v + (1 - b2) * np.abs(grads), mh,
                      (b2 * v + (1 - b2) * np.abs(grads)) / (1 - b2**t)),
@@ -404,7 +500,7 @@ def _adam_explain(case, got, expected):
 
 
 register(
-    "adam_step", _adam_reference, _adam_cases, explain=_adam_explain,
+    "adam_step", _adam_reference, _adam_cases, explain=_adam_explain, forbid=[Adam],
     hint="update both running averages first, correct each for its start at zero (it depends on t), "
          "then step each parameter against its corrected mean, scaled by its corrected spread",
 )
@@ -437,6 +533,7 @@ def _momentum_explain(case, got, expected):
     v_new = beta * velocity + grads
     ema = beta * velocity + (1 - beta) * grads
     folded = beta * velocity + lr * grads
+    sutskever = beta * velocity - lr * grads
     variants = {
         "params and velocity swapped: return (new_params, new_velocity)":
             (v_new, params - lr * v_new),
@@ -448,6 +545,11 @@ def _momentum_explain(case, got, expected):
             (params + lr * v_new, v_new),
         "lr folded into the velocity (v = beta * v + lr * g, another convention): here the "
         "velocity is beta * v + g and lr multiplies it in the step": (params - folded, folded),
+        "that is Sutskever et al.'s convention (v = beta * v - lr * g, then params + v): the "
+        "velocity there holds -lr times the gradients. Here, as in rc.SGD and PyTorch, "
+        "v = beta * v + g and the step is params - lr * v": (params + sutskever, sutskever),
+        "the step is params - lr * (v + g) with the old v: beta is missing; the new velocity "
+        "is beta * v + g": (params - lr * (velocity + grads), v_new),
         "that is Nesterov's look-ahead step (params - lr * (g + beta * v_new)); this exercise "
         "asks for plain momentum": (params - lr * (grads + beta * v_new), v_new),
         "beta passed as a keyword was ignored": _momentum_reference(params, grads, velocity, lr),
@@ -462,8 +564,46 @@ def _momentum_explain(case, got, expected):
 
 register(
     "sgd_momentum_step", _momentum_reference, _momentum_cases, explain=_momentum_explain,
+    forbid=[SGD],
     hint="the velocity is a decaying sum of past gradients (nothing damps the new one); the "
          "parameters then move against the new velocity",
+)
+
+
+def _speedup_reference():
+    return 10.0
+
+
+def _number_compare(got, expected):
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer,
+                                                                 np.floating)):
+        return f"answer with a number, got {got!r}"
+    return None if np.isclose(float(got), expected, rtol=1e-6) else "not this number"
+
+
+def _speedup_explain(case, got, expected):
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return None
+    for number, why in ((9.0, "that is beta / (1 - beta): the newest gradient counts too, with "
+                              "weight 1"),
+                        (100.0, "that is 1 / (1 - beta)**2; the velocity is the geometric sum "
+                                "1 + beta + beta**2 + ..."),
+                        (1.0, "then momentum would change nothing on a steady slope; the velocity "
+                              "sums the past gradients"),
+                        (0.1, "that is 1 - beta; the sum 1 + beta + beta**2 + ... is larger than 1"),
+                        (1.9, "that is 1 + beta: every older gradient still counts, not only the "
+                              "last two")):
+        if np.isclose(value, number):
+            return why
+    return None
+
+
+register(
+    "momentum_speedup", _speedup_reference, [Case("your number")], compare=_number_compare,
+    explain=_speedup_explain,
+    hint="write the velocity after k steps of the same gradient as a sum, and let k grow",
 )
 
 
@@ -500,6 +640,16 @@ def _complex_step_cases():
     ]
 
 
+def _complex_step_variant(f, x, h, part=np.imag, sign=1.0):
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros(x.shape)
+    for i in range(x.size):
+        z = x.astype(np.complex128)
+        z.flat[i] += sign * 1j * h
+        g.flat[i] = part(f(z)) / h
+    return g
+
+
 def _complex_step_explain(case, got, expected):
     f, x = case.args
     if np.iscomplexobj(got):
@@ -513,17 +663,25 @@ def _complex_step_explain(case, got, expected):
                 "(x.astype(complex)) before adding 1j * h; a float array discards it")
     if _matches(arr, expected / 2):
         return "half the derivative: divide the imaginary part by h, not 2h"
+    if _matches(arr, -expected):
+        return ("minus the derivative: the step is x + i h (with x - i h, divide the imaginary "
+                "part by -h)")
     xf = np.asarray(x, dtype=float)
     if _matches(arr, np.full(xf.shape, np.imag(f(xf + 1e-20j)) / 1e-20), rtol=1e-9):
         return ("every entry is the same number: you moved all coordinates at once; step one "
                 "coordinate at a time, x + i h e_k")
+    for h in (1e-20, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4):
+        if _matches(arr, _complex_step_variant(f, x, h, part=np.real), rtol=1e-9):
+            return ("the real part: f(x + i h) = f(x) + i h f'(x) + ..., so h f'(x) is in the "
+                    "imaginary part, np.imag(...)")
     for eps in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
         if _matches(arr, ad.numerical_grad(lambda z: float(np.real(f(z))), x, eps=eps), rtol=1e-9):
             return ("that is a central finite difference (correct to about 10 digits); the "
                     "complex step f(x + i h e_k) needs no subtraction and is exact to ~16")
-    if np.allclose(arr, expected, rtol=1e-6):
-        return ("close but not exact: a complex step with a tiny h (1e-20) has no cancellation, "
-                "so it matches to about 15 digits; a finite difference does not")
+    for h in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6):
+        if _matches(arr, _complex_step_variant(f, x, h), rtol=1e-12):
+            return (f"a complex step with h = {h:g}: its error, about h**2 |f'''| / 6, shows at "
+                    "12 digits. Nothing is subtracted, so h can be tiny: h = 1e-20 costs nothing")
     return None
 
 
@@ -543,131 +701,250 @@ register(
 )
 
 
-# ------------------------------------------------------------ Exercise 2b: why_error_floor
+# ------------------------------------------------------------ Exercise 2b: best_eps
+# The step that minimises the central difference's error model
+#   E(eps) = eps**2 |f'''| / 6 + u |f| / eps    (truncation + rounding),
+# and, as one case, the best eps measured by a fine sweep on e^x.
 
-_FLOOR_CHOICES = {
-    "A": "the truncation error of the central difference grows as eps shrinks",
-    "B": "f(x + eps) and f(x - eps) agree in their leading digits, the subtraction cancels them "
-         "and leaves their rounding errors (about 1e-16 of f each), which dividing by 2 eps "
-         "magnifies",
-    "C": "float64 cannot represent numbers as small as 1e-8",
-    "D": "np.exp is only accurate to about 8 digits",
-}
+_SWEEP = "sweep"  # marks the case graded against a measurement, not the formula
 
 
-def _why_floor_reference():
-    return "B"
+def _best_eps_reference(f_x, f3_x, u=2.0**-53):
+    return (3 * u * abs(f_x) / abs(f3_x)) ** (1 / 3)
 
 
-def _choice_compare(got, expected):
-    choice = str(got).strip().upper() if got is not None else ""
-    if choice not in _FLOOR_CHOICES:
-        return f"answer with one letter of {', '.join(_FLOOR_CHOICES)}, got {got!r}"
-    return None if choice == expected else "not this one"
+class _Measured(float):
+    """The best eps a sweep measured: an answer within a factor 2 of it passes."""
 
 
-def _why_floor_explain(case, got, expected):
-    choice = str(got).strip().upper()
-    return {
-        "A": "no: the truncation error shrinks like eps**2; it is what falls on the right of the plot",
-        "C": "no: float64 represents numbers down to about 1e-308; x + eps is what loses digits",
-        "D": "no: np.exp is accurate to the last bit or so (about 1e-16 relative)",
-    }.get(choice)
+def _measured_best_eps() -> float:
+    """The eps with the smallest median relative error of central differences of e^x, over 401
+    points in [-1, 1] and 61 steps from 1e-7 to 1e-4 (a few ms)."""
+    x = np.linspace(-1, 1, 401)
+    steps = 10.0 ** np.linspace(-7, -4, 61)
+    errors = [np.median(np.abs((np.exp(x + e) - np.exp(x - e)) / (2 * e) / np.exp(x) - 1))
+              for e in steps]
+    return float(steps[int(np.argmin(errors))])
 
 
-register(
-    "why_error_floor", _why_floor_reference, [Case("your choice")], compare=_choice_compare,
-    explain=_why_floor_explain,
-    hint="compare how many digits f(x + eps) and f(x - eps) share when eps is 1e-8",
-)
+def _best_eps_call(fn, f_x, f3_x, u=2.0**-53, against=None):
+    if against == _SWEEP and fn is _best_eps_reference:
+        return _Measured(_measured_best_eps())
+    return fn(f_x, f3_x, u=u)
 
 
-# ------------------------------------------------------------ Exercise 3: hessian_vector_product
-
-class _LogisticLoss:
-    """Mean logistic loss of a linear classifier, traced; its Hessian X.T diag(p(1-p)) X / N."""
-
-    def __init__(self, X, labels):
-        self.X, self.labels = X, labels
-
-    def __call__(self, w):
-        z = self.X @ w
-        return -ad.mean(self.labels * ad.log_sigmoid(z) + (1 - self.labels) * ad.log_sigmoid(-z))
-
-    def hessian(self, w):
-        p = 1 / (1 + np.exp(-(self.X @ w)))
-        return self.X.T @ (self.X * (p * (1 - p))[:, None]) / len(self.labels)
-
-    def __repr__(self):
-        return f"logistic loss on {self.X.shape[0]} points"
-
-
-class _QuarticLoss:
-    """sum(w**4) / 4 + a . w; its Hessian diag(3 w**2)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __call__(self, w):
-        return ad.sum(w**4) / 4 + ad.sum(w * self.a)
-
-    def hessian(self, w):
-        return np.diag(3 * w**2)
-
-    def __repr__(self):
-        return "sum(w**4)/4 + a.w"
-
-
-def _hvp_reference(loss, w, v, eps=1e-5):
-    return loss.hessian(w) @ v
-
-
-def _hvp_cases():
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(40, 3))
-    labels = (X @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=40) > 0).astype(float)
-    logistic = _LogisticLoss(X, labels)
+def _best_eps_cases():
     return [
-        Case("logistic loss, 3 weights", (logistic, np.array([0.2, -0.5, 0.1]),
-                                          np.array([1.0, 0.5, -2.0]))),
-        Case("sum(w**4)/4 + a.w, 4 weights, |v| = 3",
-             (_QuarticLoss(rng.normal(size=4)), np.array([1.0, -2.0, 0.5, 1.5]),
-              np.array([2.0, -1.0, 2.0, 0.0]))),
-        Case("logistic loss, eps = 1e-4 passed as a keyword",
-             (logistic, np.array([-0.3, 0.4, 0.0]), np.array([0.0, 1.0, 1.0])), {"eps": 1e-4}),
+        Case("e^x at x = 0: |f| = |f'''| = 1, float64", (1.0, 1.0)),
+        Case("|f| = 10, |f'''| = 0.001", (10.0, 1e-3)),
+        Case("f = -2, f''' = 8 (signs differ)", (-2.0, 8.0)),
+        Case("float32: u = 2**-24 passed as a keyword", (1.0, 4.0), {"u": 2.0**-24}),
+        Case("e^x on [-1, 1]: your eps against the best one a fine sweep measures "
+             "(within a factor 2)", (1.0, 1.0), {"against": _SWEEP}),
     ]
 
 
-def _hvp_explain(case, got, expected):
-    loss, w, v = case.args
-    eps = case.kwargs.get("eps", 1e-5)
-    arr = np.asarray(got, dtype=float)
-    if arr.shape != expected.shape:
-        if arr.ndim == 0:
-            return ("one number: that is v.H.v (a second difference of the loss); H v is a vector, "
-                    "a difference of two gradients")
+def _best_eps_compare(got, expected):
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return f"answer with a number, got {got!r}"
+    if not np.isfinite(value) or value <= 0:
+        return f"a step must be a positive number, got {got!r}"
+    if isinstance(expected, _Measured):
+        ratio = value / float(expected)
+        return None if 0.5 <= ratio <= 2 else (
+            f"your eps {value:.2g} is {max(ratio, 1 / ratio):.1f} times "
+            f"{'larger' if ratio > 1 else 'smaller'} than the measured best {float(expected):.2g}")
+    return None if np.isclose(value, expected, rtol=1e-6) else \
+        f"expected {float(expected):.6g}, got {value:.6g}"
+
+
+def _best_eps_explain(case, got, expected):
+    if isinstance(expected, _Measured):
         return None
-    gradient = ad.grad(loss)
-    forward = (gradient(w + eps * v) - gradient(w)) / eps
-    central = (gradient(w + eps * v) - gradient(w - eps * v)) / (2 * eps)
-    norm = np.linalg.norm(v)
-    if _matches(arr, forward, rtol=1e-7):
-        return ("a forward difference of gradients: its error shrinks like eps; step both ways, "
-                "(g(w + eps v) - g(w - eps v)) / (2 eps)")
-    if _matches(arr, 2 * expected, rtol=1e-6):
-        return "twice H v: divide the difference of the two gradients by 2*eps"
-    if _matches(arr, -expected, rtol=1e-6):
-        return "wrong sign: g(w + eps v) comes first"
-    if norm != 1 and _matches(arr, expected / norm, rtol=1e-6):
-        return "v was normalised: H v is linear in v, so use v as given"
-    if _matches(arr, central, rtol=1e-7):
-        return None  # right formula: the tolerance, not the method, is the issue
+    f_x, f3_x = case.args
+    u = case.kwargs.get("u", 2.0**-53)
+    if np.iscomplexobj(got) or (np.isreal(got) and float(np.real(got)) < 0):
+        return ("f / f''' is negative here: the two errors add up in size, so the model uses "
+                "|f| and |f'''|")
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return None
+    ratio = abs(f_x) / abs(f3_x)
+    variants = {
+        "you set the two terms equal (eps**3 = 6 u |f| / |f'''|): balancing them is not "
+        "minimising their sum; set dE/deps = eps |f'''| / 3 - u |f| / eps**2 to zero":
+            (6 * u * ratio) ** (1 / 3),
+        "the factor 3 is missing: dE/deps = 0 gives eps**3 = 3 u |f| / |f'''|":
+            (u * ratio) ** (1 / 3),
+        "a square root: that is the forward difference's optimum (its truncation error is "
+        "linear in eps); the central difference's error is quadratic, so a cube root":
+            (2 * u * ratio) ** 0.5,
+        "|f| and |f'''| are inverted: a larger |f| means more rounding, so a larger eps":
+            (3 * u / ratio) ** (1 / 3),
+        "the float64 u was used: the u passed in (here float32's) sets the rounding":
+            (3 * 2.0**-53 * ratio) ** (1 / 3),
+    }
+    for why, wrong in variants.items():
+        if np.isclose(value, wrong, rtol=1e-6):
+            return why
+    return None
+
+
+def _best_eps_explain_error(case, err):
+    if isinstance(err, TypeError) and "u" in str(err):
+        return "best_eps takes u as a keyword argument, best_eps(f_x, f3_x, u=2**-53)"
     return None
 
 
 register(
-    "hessian_vector_product", _hvp_reference, _hvp_cases,
-    compare=_compare_arrays(rtol=1e-6, atol=1e-9), explain=_hvp_explain,
-    hint="H v is the directional derivative of the gradient along v: differentiate the gradient "
-         "(from rc.grad) by central differences along v",
+    "best_eps", _best_eps_reference, _best_eps_cases, compare=_best_eps_compare,
+    explain=_best_eps_explain, call=_best_eps_call, explain_error=_best_eps_explain_error,
+    hint="one term grows with eps and the other shrinks: the best eps is where the derivative of "
+         "their sum is zero",
+)
+
+
+# ------------------------------------------------------------ Exercise 3: newton_cg
+# A truncated Newton step: `iters` steps of conjugate gradient on H x = -g, with H v products
+# from central differences of autodiff gradients. The test losses are plain functions; their
+# exact Hessians stay here, out of the reader's reach.
+
+_EXACT_HESSIANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _conjugate_gradient(matvec, g, iters):
+    """``iters`` steps of CG on H x = -g from x = 0, with H v = matvec(v)."""
+    x = np.zeros_like(g)
+    r = -g
+    p = r.copy()
+    rr = r @ r
+    for _ in range(iters):
+        Hp = matvec(p)
+        alpha = rr / (p @ Hp)
+        x = x + alpha * p
+        r = r - alpha * Hp
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
+
+
+def _newton_cg_reference(loss, w, iters):
+    H = _EXACT_HESSIANS[loss](w)
+    return _conjugate_gradient(lambda v: H @ v, ad.grad(loss)(w), iters)
+
+
+def _quadratic(rng, d):
+    M = rng.normal(size=(d, d))
+    A = M @ M.T / d + np.eye(d)
+    b = rng.normal(size=d)
+
+    def loss(w):
+        return 0.5 * ad.sum(w * (A @ w)) + ad.sum(b * w)
+
+    _EXACT_HESSIANS[loss] = lambda w: A
+    return loss
+
+
+def _logistic(rng, n, d, l2=0.1):
+    X = rng.normal(size=(n, d))
+    labels = (X @ rng.normal(size=d) + rng.normal(size=n) > 0).astype(float)
+
+    def loss(w):
+        z = X @ w
+        nll = -ad.mean(labels * ad.log_sigmoid(z) + (1 - labels) * ad.log_sigmoid(-z))
+        return nll + 0.5 * l2 * ad.sum(w * w)
+
+    def hessian(w):
+        p = 1 / (1 + np.exp(-(X @ w)))
+        return X.T @ (X * (p * (1 - p))[:, None]) / n + l2 * np.eye(d)
+
+    _EXACT_HESSIANS[loss] = hessian
+    return loss
+
+
+def _quartic(rng, d):
+    M = rng.normal(size=(d, d))
+    A = M @ M.T / d + 0.5 * np.eye(d)
+    a = rng.normal(size=d)
+
+    def loss(w):
+        return ad.sum(w**4) / 4 + 0.5 * ad.sum(w * (A @ w)) + ad.sum(a * w)
+
+    _EXACT_HESSIANS[loss] = lambda w: np.diag(3 * w**2) + A
+    return loss
+
+
+def _newton_cg_cases():
+    rng = np.random.default_rng(8)
+    quadratic, logistic, quartic = _quadratic(rng, 3), _logistic(rng, 60, 4), _quartic(rng, 5)
+    return [
+        Case("a quadratic, 3 weights, iters = 3: CG ends at the exact Newton step",
+             (quadratic, rng.normal(size=3), 3)),
+        Case("logistic regression, 4 weights, iters = 4", (logistic, 0.5 * rng.normal(size=4), 4)),
+        Case("logistic regression, iters = 1 (one step: the best step along -g)",
+             (logistic, 0.5 * rng.normal(size=4), 1)),
+        Case("w**4 / 4 + a quadratic, 5 weights, iters = 2 (stopped early)",
+             (quartic, 0.5 * rng.normal(size=5), 2)),
+    ]
+
+
+def _newton_cg_explain(case, got, expected):
+    loss, w, iters = case.args
+    arr = np.asarray(got, dtype=float)
+    if arr.shape != expected.shape:
+        return f"return one step shaped like w, {expected.shape}, got {arr.shape}"
+    H = _EXACT_HESSIANS[loss](w)
+    gradient = ad.grad(loss)
+    g = gradient(w)
+
+    def steepest(matvec):  # CG without conjugation: p = r each time
+        x, r = np.zeros_like(g), -g
+        for _ in range(iters):
+            Hr = matvec(r)
+            alpha = (r @ r) / (r @ Hr)
+            x, r = x + alpha * r, r - alpha * Hr
+        return x
+
+    def forward(eps):
+        return lambda v: (gradient(w + eps * v) - g) / eps
+
+    variants = {
+        "wrong sign: the Newton step solves H x = -g (it goes downhill)": -expected,
+        "that is -g, a plain gradient step: the Newton step solves H x = -g": -g,
+        "you solved H x = -g completely: iters limits conjugate gradient to that many steps "
+        "(a truncated Newton step)": np.linalg.solve(H, -g),
+        "the search directions are not conjugated: with p = r every time it is steepest "
+        "descent; p_new = r_new + (r_new.r_new / r.r) p": steepest(lambda v: H @ v),
+    }
+    for why, wrong in variants.items():
+        if _matches(arr, wrong, rtol=1e-6, atol=1e-9):
+            return why
+    for eps in (1e-4, 1e-5, 1e-6, 1e-7):
+        if _matches(arr, _conjugate_gradient(forward(eps), g, iters), rtol=1e-7, atol=1e-10):
+            return ("H v by a forward difference of gradients: its error shrinks only like eps; "
+                    "use (g(w + eps v) - g(w - eps v)) / (2 eps)")
+    for eps in (1e-1, 1e-2, 1e-3):
+        central = lambda v, eps=eps: (gradient(w + eps * v) - gradient(w - eps * v)) / (2 * eps)
+        if _matches(arr, _conjugate_gradient(central, g, iters), rtol=1e-7, atol=1e-10):
+            return (f"H v by central differences with eps = {eps:g}: too large a step, its error "
+                    "(about eps**2 times the third derivative) shows; a step near 1e-5 is right")
+    for other in (iters - 1, iters + 1):
+        if other >= 1 and _matches(arr, _conjugate_gradient(lambda v: H @ v, g, other),
+                                   rtol=1e-6, atol=1e-9):
+            return (f"{other} iterations instead of {iters}: each pass of the loop is one CG "
+                    "iteration, and iters of them are asked for")
+    return None
+
+
+register(
+    "newton_cg", _newton_cg_reference, _newton_cg_cases,
+    compare=_compare_arrays(rtol=1e-6, atol=1e-9), explain=_newton_cg_explain,
+    forbid=[np.linalg.solve, np.linalg.inv, np.linalg.pinv, np.linalg.lstsq, ad.numerical_grad,
+            "hessian", "_EXACT_HESSIANS"],
+    hint="conjugate gradient needs H only as a function v -> H v, and H v is how fast the "
+         "gradient changes along v",
 )
