@@ -928,3 +928,45 @@ def test_exercises_catch_and_explain_a_terminal_bootstrap(capsys):
     assert not rc.exercises.check("q_learning_update", leaky_q_update)
     assert not rc.exercises.check("td0", lambda *a, **k: student_td0(*a, **k, bug="terminal"))
     assert capsys.readouterr().out.count("you bootstrapped from the terminal state") >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The remaining explain branches: shapes, normalisation, unanswered questions, other draws
+
+
+def test_epsilon_greedy_probs_names_shape_and_normalisation(capsys):
+    assert_rejected("epsilon_greedy_probs", lambda q, eps: np.ones(np.shape(q)[-1]), capsys,
+                    "one probability per action and state")
+    assert_rejected("epsilon_greedy_probs", lambda q, eps: 2 * rc.epsilon_greedy_probs(q, eps)
+                    + 0.01, capsys, "each row must sum to 1")
+
+
+def test_max_estimators_asks_for_both(capsys):
+    assert_rejected("max_estimators", lambda x: student_estimators(x)[1], capsys,
+                    "return the pair (single, double)")
+
+
+def test_unanswered_question_says_so(capsys):
+    assert_rejected("why_decaying_sarsa_stays_safe", lambda: None, capsys, "not answered yet")
+
+
+def test_n_step_sarsa_and_sarsa_lambda_with_other_draws_are_told_the_protocol(capsys):
+    assert_rejected("n_step_sarsa", lambda env, e, n, a, g, eps, seed: student_n_step_sarsa(
+        env, e, n, a, g, eps, seed + 1), capsys, "check the draws")
+    assert_rejected("sarsa_lambda", lambda env, e, lam, a, g, eps, seed: student_sarsa_lambda(
+        env, e, lam, a, g, eps, seed + 1), capsys, "same draws as your SARSA loop")
+
+
+def test_a_hanging_wrong_answer_is_cut_by_the_cases_time_limits(capsys):
+    # A loop that never learns and acts greedily would walk into a wall forever on a grid
+    # without a time limit; the cases' limits end its episodes, so the check finishes and fails.
+    def frozen(env, episodes, gamma, epsilons, seed):
+        Q = np.zeros((env.num_states, env.num_actions))
+        env.reset(seed=seed)
+        for _ in range(episodes):
+            while not env.step(np.array([rc.LEFT])).done[0]:
+                pass
+        return Q
+
+    assert not exercises.check("mc_control", frozen)
+    capsys.readouterr()

@@ -364,8 +364,8 @@ for name, lake in [("slippery FrozenLake", rc.FrozenLake()),
           f"({v_soft[0] / v_star[0]:.2f} of V*)")
 
 # %% [markdown]
-# How much exploring costs depends on the task: on the slippery lake, where one random step
-# near a hole is often fatal, the best exploring policy is worth much less than $V^*$.
+# How much exploring costs depends on the task: on the slippery lake the best exploring policy
+# keeps a much smaller share of $V^*$ than on the deterministic one.
 #
 # **MC control with a constant and a decaying $\varepsilon$.** On the deterministic lake, ten runs
 # of `rc.mc_control` (your step 3) with $\varepsilon = 0.1$ throughout, and ten with $\varepsilon$
@@ -442,7 +442,8 @@ while not terminal[s]:
 off_path = [s for s in range(lake.num_states) if not terminal[s] and s not in path]
 holes = np.flatnonzero(terminal & (lake.R.max(axis=(0, 1)) == 0))
 into_hole = [s for s in off_path if P[s, run0.policy[s], holes].sum() > 0]
-print(f"greedy path {path}: V* - max_a Q, mean {(v_star - q_max)[path].mean():.3f}")
+print(f"greedy path {path}: V* - max_a Q, mean {(v_star - q_max)[path].mean():.3f} "
+      f"(V* - best epsilon-soft value there, mean {(v_star - v_soft)[path].mean():.3f})")
 print(f"the {len(off_path)} cells off the path: V* - max_a Q, mean {(v_star - q_max)[off_path].mean():.3f}; "
       f"greedy arrow into a hole in cell(s) {into_hole}")
 assert (q_max[~terminal] <= v_star[~terminal] + 1e-9).all()
@@ -462,10 +463,44 @@ plt.show()
 
 # %% [markdown]
 # $\max_a Q$ never exceeds $V^*$ here (a deterministic lake: no return can beat the optimal
-# one). Along the greedy path it is lower by roughly what exploring costs, because $Q$ estimates
-# the values of the exploring policy. Off the path it is lower still, and some arrows are
-# plainly wrong: those cells are rarely visited, and their averages still hold the returns of
-# the first, poor episodes (a sample average never forgets them; exercise 1 is about that).
+# one). Along the greedy path it is lower by about what exploring costs there (the two printed
+# means), because $Q$ estimates the values of the exploring policy. Off the path it is much
+# lower, and an arrow can be plainly wrong: the agent goes there only when exploring, so those
+# estimates rest on few returns, many of them from the first, poor episodes (exercise 1 is
+# about how an average weighs old returns).
+#
+# **When exploring too little fails.** A 4x4 grid with four holes, a step cost of 0.01, and a
+# hole worth 0: until the agent has found the goal a few times, falling into a hole early is
+# the best outcome it knows. The same two schedules, ten runs each:
+
+# %%
+holes = rc.GridWorld(layout=["S..H", ".H..", "...H", "H..G"], slip=0.1, step_reward=-0.01)
+v_holes = rc.value_iteration(holes.P, holes.R, GAMMA_LAKE, holes.terminal)[0]
+hole_cells = np.array([cell == "H" for cell in "".join(holes.layout)])
+falls_in = holes.P[:, :, hole_cells].sum(axis=2)  # reward 1 for entering a hole: then V is
+                                                  # the probability of ending in one
+holes_value, hole_prob = {}, {}
+for name, eps in schedules.items():
+    policies = [np.eye(4)[rc.mc_control(holes, LAKE_EPISODES, gamma=GAMMA_LAKE, epsilon=eps,
+                                        seed=seed).policy] for seed in SEEDS]
+    holes_value[name] = np.array([rc.policy_evaluation(holes.P, holes.R, pi, GAMMA_LAKE,
+                                                       holes.terminal)[0]
+                                  for pi in policies]) / v_holes[0]
+    hole_prob[name] = np.array([rc.policy_evaluation(holes.P, falls_in[:, :, None] * np.ones(16),
+                                                     pi, 0.999, holes.terminal)[0]
+                                for pi in policies])
+    good = int((holes_value[name] > 0.8).sum())
+    print(f"epsilon {name:13s}: greedy policy / V* per run {np.round(holes_value[name], 2)}; "
+          f"above 0.8 on {good} of 10; ends in a hole with probability above 0.5 on "
+          f"{int((hole_prob[name] > 0.5).sum())} of 10")
+print("\n".join(holes.layout))
+assert (holes_value["1 -> 0"] > 0.8).sum() >= 8 > (holes_value["constant 0.1"] > 0.8).sum()
+
+# %% [markdown]
+# With ε = 0.1 from the first episode, most runs settle on a greedy policy worth about nothing:
+# it walks into a hole. Starting with ε = 1 explores enough to find the goal, and the schedule
+# then narrows down to it. How much early exploration a task needs is the question GLIE
+# schedules (greedy in the limit, infinite exploration) leave to you.
 
 # %% [markdown]
 # ## Pitfalls
@@ -474,10 +509,10 @@ plt.show()
 # |---|---|---|
 # | values far too large or small, growing with episode length | returns summed forwards ($G_t$ includes rewards *before* $t$) | compute $G_t = r_t + \gamma G_{t+1}$ backwards from the end |
 # | a state's estimate mixes two episodes | the first state of the next episode (`obs` after `done`) was appended to the finished one | the finished episode ends at `final_obs`; start a new list |
-# | MC control stops improving, some actions never tried | a greedy policy: untried actions keep their initial values | an $\varepsilon$-greedy policy, or a schedule that starts high |
+# | MC control's greedy policy heads for a hole (or any early end) | a step cost makes ending early the best outcome seen, while the goal has rarely been found | explore more early: a schedule that starts at $\varepsilon = 1$ |
 # | the policy you run never gets as good as the greedy one you read off | a constant $\varepsilon$: the running policy is at best the best $\varepsilon$-soft policy | decay $\varepsilon$ towards 0, and judge the greedy policy separately |
 # | estimates still noisy after many episodes | high variance of long returns | more episodes ($\sigma/\sqrt N$), or TD (lesson 05) |
-# | values biased low on a task with a time limit | truncated episodes treated as terminal (return completed with 0) | complete the return with $\gamma^k V(\text{final\_obs})$, as `rc.mc_prediction` does |
+# | values biased low on a task with a time limit | truncated episodes treated as terminal (return completed with 0; lesson 05 shows the effect) | complete the return with $\gamma^k V(\text{final\_obs})$, as `rc.mc_prediction` does |
 
 # %% [markdown]
 # ## Exercises

@@ -522,8 +522,8 @@ print(f"batch TD(0) after {sweep} sweeps vs the certainty-equivalence values: la
 assert gap < 1e-6
 
 # %% [markdown]
-# Now the comparison of Sutton & Barto's Figure 6.2, on our 20 runs: after each of the first
-# 100 episodes, both batch estimates from all episodes so far.
+# Now the comparison of Sutton & Barto's Figure 6.2, on our 20 runs: after 1, 2, ..., 10, 15,
+# 20, ..., 100 episodes, both batch estimates from all the episodes so far.
 
 # %%
 seen = np.r_[1:10, 10:101:5]  # numbers of episodes after which both are computed

@@ -1508,6 +1508,8 @@ def _register_choice(name, answer, options, hint):
     letters = sorted({answer, *options})
 
     def compare(got, expected):
+        if got is None:
+            return "not answered yet: set your answer to one letter"
         if not isinstance(got, str) or got.strip().lower() not in letters:
             return f"answer with one letter of {letters}, got {got!r}"
         return None if got.strip().lower() == expected else "not this one"
