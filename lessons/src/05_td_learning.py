@@ -510,15 +510,15 @@ def batch_mc(episodes, S, init):
 init_batch = np.r_[0.0, np.full(5, 0.5), 0.0]
 batch = rc.record_episodes(walk5, one_action5, 30, seed=0)
 s_b, r_b, next_b, end_b = transitions(batch)
-V = init_batch.copy()
-for sweep in range(1, 20_001):  # batch TD(0): add up every step's TD error, then apply them
+V, sweeps, update = init_batch.copy(), 0, np.ones(7)
+while np.abs(update).max() > 1e-10 and sweeps < 20_000:
+    # batch TD(0): add up the TD errors of every step in the batch, then apply them
     delta = r_b + np.where(end_b, 0.0, V[next_b]) - V[s_b]
     update = np.bincount(s_b, weights=delta, minlength=7)
     V += 0.001 * update
-    if np.abs(update).max() < 1e-10:
-        break
+    sweeps += 1
 gap = np.abs(V - certainty_equivalence(batch, 7, init_batch)).max()
-print(f"batch TD(0) after {sweep} sweeps vs the certainty-equivalence values: largest gap {gap:.1e}")
+print(f"batch TD(0) after {sweeps} sweeps vs the certainty-equivalence values: largest gap {gap:.1e}")
 assert gap < 1e-6
 
 # %% [markdown]

@@ -383,22 +383,22 @@ paths
 
 # %% [markdown]
 # **Step sizes** (Sutton & Barto, Figure 6.3). Each method on ten runs for each of five step
-# sizes, 200 episodes: the reward per episode over the first 100 episodes (how fast it learns)
-# and over the next 100 (where it has got to). One call per method runs all 50 copies:
+# sizes, 150 episodes: the reward per episode over the first 100 episodes (how fast it learns)
+# and over the next 50 (where it has got to). One call per method runs all 50 copies:
 
 # %%
 sweep_alphas = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
 per_copy = np.repeat(sweep_alphas, RUNS)
 sweep = {}
 for name, learn in methods.items():
-    res = learn(rc.CliffWalking(n=per_copy.size), 200, alpha=per_copy, gamma=GAMMA,
+    res = learn(rc.CliffWalking(n=per_copy.size), 150, alpha=per_copy, gamma=GAMMA,
                 epsilon=EPSILON, seed=SEED)
-    returns = res.episode_returns.reshape(sweep_alphas.size, RUNS, 200)
+    returns = res.episode_returns.reshape(sweep_alphas.size, RUNS, 150)
     sweep[name] = {"episodes 1-100": returns[:, :, :100].mean(axis=2),
-                   "episodes 101-200": returns[:, :, 100:].mean(axis=2)}
+                   "episodes 101-150": returns[:, :, 100:].mean(axis=2)}
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), dpi=100, sharey=True)
-for ax, part in zip(axes, ["episodes 1-100", "episodes 101-200"]):
+for ax, part in zip(axes, ["episodes 1-100", "episodes 101-150"]):
     for (name, parts), color in zip(sweep.items(), ["C3", "C0", "C2"]):
         ax.plot(sweep_alphas, np.median(parts[part], axis=1), color=color, marker="o", ms=3,
                 label=name)
@@ -412,9 +412,9 @@ plt.tight_layout()
 plt.show()
 
 # %%
-late = {name: np.median(parts["episodes 101-200"], axis=1) for name, parts in sweep.items()}
+late = {name: np.median(parts["episodes 101-150"], axis=1) for name, parts in sweep.items()}
 for name, values in late.items():
-    print(f"{name:15s} episodes 101-200, median per alpha:", "  ".join(
+    print(f"{name:15s} episodes 101-150, median per alpha:", "  ".join(
         f"{a:.1f}: {v:6.1f}" for a, v in zip(sweep_alphas, values)))
 assert (late["Expected SARSA"] > late["SARSA"]).all()
 assert late["SARSA"][-1] < late["SARSA"].max() - 10  # SARSA at alpha 1 well below its best
