@@ -154,16 +154,17 @@ __all__ = [
     # tabular.bandits
     "EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit", "BanditResult",
     # tabular.control
-    "ControlResult", "mc_control", "q_learning", "sarsa", "expected_sarsa",
+    "ControlResult", "mc_control", "q_learning", "sarsa", "expected_sarsa", "double_q_learning",
     # tabular.dp
     "expected_rewards", "q_from_v", "greedy", "policy_dynamics", "bellman_optimality_backup",
     "policy_evaluation", "policy_evaluation_exact", "value_iteration", "policy_iteration",
     # tabular.exploration
     "epsilon_greedy", "epsilon_greedy_probs",
     # tabular.prediction
-    "PredictionResult", "mc_prediction", "td0", "n_step_td", "td_lambda",
+    "PredictionResult", "mc_prediction", "td0", "n_step_td", "td_lambda", "Episode",
+    "record_episodes",
     # tabular.targets
-    "td_target", "n_step_target", "mc_returns",
+    "td_target", "n_step_target", "mc_returns", "lambda_returns",
     # viz.grid
     "plot_grid",
     # viz.player

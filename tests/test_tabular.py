@@ -192,10 +192,10 @@ def test_planted_bug_bootstrapping_through_terminal_is_caught(monkeypatch):
         assert_terminal_never_bootstraps()
 
 
-def assert_truncation_bootstraps_from_final_obs():
+def assert_truncation_bootstraps_from_final_obs(wrap=lambda env: env):
     """Loop 0 -> 1 cut after one step: the start's target is 0 + gamma V(1), where state 1 is
     final_obs. obs is already state 0 of the next episode, so V(obs) would give 0.5 * 0."""
-    env = loop_mdp(max_steps=1)
+    env = wrap(loop_mdp(max_steps=1))
     init = np.array([0.0, 4.0])
     for name, learn in PREDICTORS.items():
         alpha = {} if name == "mc" else {"alpha": 1.0}
@@ -211,28 +211,30 @@ def test_truncation_bootstraps_from_final_obs():
     assert_truncation_bootstraps_from_final_obs()
 
 
-def test_planted_bug_bootstrapping_from_next_episode_obs_is_caught(monkeypatch):
-    step = _episodes._step
+class Tampered:
+    """The environment as a buggy learner would read it: ``change(step) -> step`` plants the
+    bug in every step the learner sees."""
 
-    def step_with_obs_as_final(env, buffer, action):
-        s_next, r, terminated, truncated, _ = step(env, buffer, action)
-        return s_next, r, terminated, truncated, s_next
+    def __init__(self, env, change):
+        self.env, self.change = env, change
 
-    patch_tabular(monkeypatch, "_step", step_with_obs_as_final)
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def step(self, actions):
+        return self.change(self.env.step(actions))
+
+
+def test_planted_bug_bootstrapping_from_next_episode_obs_is_caught():
+    obs_as_final = lambda st: st._replace(final_obs=st.obs)
     with pytest.raises(AssertionError):
-        assert_truncation_bootstraps_from_final_obs()
+        assert_truncation_bootstraps_from_final_obs(lambda env: Tampered(env, obs_as_final))
 
 
-def test_planted_bug_treating_truncation_as_terminal_is_caught(monkeypatch):
-    step = _episodes._step
-
-    def step_truncation_terminates(env, buffer, action):
-        s_next, r, terminated, truncated, s_final = step(env, buffer, action)
-        return s_next, r, terminated or truncated, truncated, s_final
-
-    patch_tabular(monkeypatch, "_step", step_truncation_terminates)
+def test_planted_bug_treating_truncation_as_terminal_is_caught():
+    cut_as_end = lambda st: st._replace(terminated=st.terminated | st.truncated)
     with pytest.raises(AssertionError):
-        assert_truncation_bootstraps_from_final_obs()
+        assert_truncation_bootstraps_from_final_obs(lambda env: Tampered(env, cut_as_end))
 
 
 def assert_traces_stop_at_episode_ends(traces):
@@ -340,16 +342,149 @@ def greedy_path(env, policy, limit=100):
 def test_cliff_sarsa_safe_q_learning_edge_sarsa_earns_more():
     env = rc.CliffWalking()
     edge = [36] + list(range(24, 36)) + [47]  # up, along the row above the cliff, down
-    for seed in (0, 1, 2):
+    earned_q, earned_s = [], []
+    for seed in range(4):
         q = rc.q_learning(env, 500, alpha=0.1, gamma=1.0, epsilon=0.1, seed=seed)
         s = rc.sarsa(env, 500, alpha=0.1, gamma=1.0, epsilon=0.1, seed=seed)
         assert greedy_path(env, q.policy) == edge
         safe = greedy_path(env, s.policy)
-        assert safe[-1] == 47
-        rows_cols = [divmod(c, 12) for c in safe[1:-1]]
-        assert all(not (r == 2 and 1 <= c <= 10) for r, c in rows_cols), safe
-        # While exploring, Q-learning's edge path falls off with epsilon-greedy slips.
-        assert s.episode_returns[100:].mean() > q.episode_returns[100:].mean()
+        assert safe[-1] == 47 and len(safe) > len(edge)
+        on_edge = [c for c in safe if 25 <= c <= 34]  # row 2, beside the cliff
+        assert len(on_edge) <= 1, safe
+        earned_q.append(q.episode_returns[100:].mean())
+        earned_s.append(s.episode_returns[100:].mean())
+    # While exploring, Q-learning's edge path falls off with epsilon-greedy slips: every SARSA run
+    # earns more than every Q-learning run.
+    assert min(earned_s) > max(earned_q)
+
+
+def max_bias_mdp(n=1, actions=10):
+    """Sutton & Barto's Example 6.7: from A (state 0) action 0 goes left to B, the others right to
+    the end (reward 0); every action of B ends the episode with reward +0.9 or -1.1 (mean -0.1)."""
+    P, R = np.zeros((5, actions, 5)), np.zeros((5, actions, 5))
+    P[0, 0, 1] = 1.0
+    P[0, 1:, 2] = 1.0
+    P[1, :, 3] = P[1, :, 4] = 0.5
+    R[1, :, 3], R[1, :, 4] = 0.9, -1.1
+    for s in (2, 3, 4):
+        P[s, :, s] = 1.0
+    return rc.TabularMDP(P, R, np.array([False, False, True, True, True]),
+                         np.array([1.0, 0, 0, 0, 0]), n=n)
+
+
+def test_double_q_learning_removes_the_maximisation_bias():
+    env = max_bias_mdp(n=500)
+    q = rc.q_learning(env, 100, alpha=0.1, gamma=1.0, epsilon=0.1, seed=0)
+    d = rc.double_q_learning(env, 100, alpha=0.1, gamma=1.0, epsilon=0.1, seed=0)
+    left_q = (q.episode_lengths == 2).mean(axis=0)  # two steps: went left, through B
+    left_d = (d.episode_lengths == 2).mean(axis=0)
+    # Left is worth -0.1 < 0: Q-learning's max over B's noisy estimates makes it look better.
+    assert left_q[20:60].mean() > 0.4 and left_d[20:60].mean() < left_q[20:60].mean() / 2
+
+
+def test_double_q_learning_reaches_q_star_on_a_deterministic_mdp():
+    env = rc.GridWorld(size=3, step_reward=-0.1)
+    V, _ = rc.value_iteration(env.P, env.R, 0.9, env.terminal)
+    q_star = rc.q_from_v(env.P, env.R, V, 0.9, env.terminal)
+    res = rc.double_q_learning(env, 1500, alpha=0.5, gamma=0.9, epsilon=1.0, seed=0)
+    np.testing.assert_allclose(res.Q[~env.terminal], q_star[~env.terminal], atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["q_learning", "sarsa", "expected_sarsa", "double_q_learning"])
+def test_lockstep_loop_with_one_copy_is_the_single_copy_loop_bit_for_bit(method):
+    # The n-copy loop is an optimisation of the one-copy loop: with one copy it draws the same
+    # numbers in the same order, so every table entry and episode agrees exactly.
+    for env, eps in [(rc.CliffWalking(), 0.1), (rc.GridWorld(size=4, slip=0.2, max_steps=15),
+                                                np.linspace(0.5, 0.0, 30))]:
+        a = control._td_control(env, 30, 0.3, 0.95, eps, 3, 0.0, method, lockstep=False)
+        b = control._td_control(env, 30, 0.3, 0.95, eps, 3, 0.0, method, lockstep=True)
+        np.testing.assert_array_equal(a.Q, b.Q)
+        np.testing.assert_array_equal(a.episode_returns, b.episode_returns)
+        np.testing.assert_array_equal(a.episode_lengths, b.episode_lengths)
+
+
+def test_copies_learn_independently_each_with_its_own_step_size():
+    env = rc.GridWorld(size=4, slip=0.2, max_steps=30, n=3)
+    res = rc.sarsa(env, 40, alpha=np.array([0.1, 0.5, 0.5]), seed=0)
+    assert res.Q.shape == (3, 16, 4) and res.episode_returns.shape == (3, 40)
+    assert res.policy.shape == (3, 16)
+    assert not np.array_equal(res.Q[1], res.Q[2])  # same step size, different experience
+    # Each copy's record holds its own first 40 episodes: lengths within the time limit, and the
+    # environment saw at least as many episodes as the copies finished.
+    assert (res.episode_lengths <= 30).all() and len(env.episode_lengths) >= 120
+
+
+def test_epsilon_schedule_gives_each_episode_its_own_epsilon():
+    env = rc.GridWorld(size=4, slip=0.2, max_steps=20)
+    for learn in (rc.q_learning, rc.sarsa, rc.expected_sarsa, rc.double_q_learning,
+                  lambda env, episodes, alpha, **kw: rc.mc_control(env, episodes, alpha=alpha, **kw)):
+        a = learn(env, 25, alpha=0.3, epsilon=np.full(25, 0.2), seed=4)
+        b = learn(env, 25, alpha=0.3, epsilon=0.2, seed=4)
+        np.testing.assert_array_equal(a.Q, b.Q)
+        c = learn(env, 25, alpha=0.3, epsilon=np.r_[np.full(24, 0.2), 1.0], seed=4)
+        # the last episode explores at random: the first 24 episodes are the same
+        np.testing.assert_array_equal(c.episode_lengths[:24], b.episode_lengths[:24])
+        assert not np.array_equal(c.Q, b.Q)
+
+
+def test_epsilon_greedy_one_row_and_many_rows_follow_the_same_rule():
+    from rlcourse.tabular.exploration import _epsilon_greedy_action, _epsilon_greedy_rows
+
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 3, size=(500, 4)).astype(float)  # many ties
+    eps = rng.choice([0.0, 0.3, 1.0], size=500)
+    u = rng.random((500, 2))
+    rows = _epsilon_greedy_rows(q, eps, u)
+
+    class Replay:  # hands out the same uniforms, two per call
+        def __init__(self):
+            self.k = 0
+
+        def random(self, size):
+            self.k += 1
+            return u[self.k - 1]
+
+    replay = Replay()
+    assert [_epsilon_greedy_action(q[i], eps[i], replay) for i in range(500)] == rows.tolist()
+
+
+def test_record_episodes_are_the_episodes_mc_prediction_learns_from():
+    env = rc.GridWorld(size=4, slip=0.2, max_steps=12)
+    episodes = rc.record_episodes(env, uniform(env), 60, seed=5)
+    res = rc.mc_prediction(env, uniform(env), 60, 0.9, first_visit=False, alpha=0.2, seed=5)
+    V = np.zeros(16)
+    for ep in episodes:
+        assert len(ep.states) == len(ep.rewards) + 1 == len(ep.actions) + 1
+        final = 0.0 if ep.terminated else V[ep.states[-1]]
+        for s, g in zip(ep.states[:-1], rc.mc_returns(ep.rewards, 0.9, final)):
+            V[s] += 0.2 * (g - V[s])
+    assert not all(ep.terminated for ep in episodes)  # the time limit cut some
+    np.testing.assert_allclose(V, res.V, atol=1e-12)
+    np.testing.assert_array_equal([ep.rewards.sum() for ep in episodes], res.episode_returns)
+
+
+@pytest.mark.parametrize("terminated", [True, False])
+def test_lambda_returns_are_the_weighted_n_step_returns(terminated):
+    rewards, values = recorded_episode(seed=2)
+    T, gamma, lam = len(rewards), 0.9, 0.7
+    got = rc.lambda_returns(rewards, values, terminated, gamma, lam)
+    for t in range(T):
+        window = [rc.n_step_target(rewards[t:min(t + n, T)], values[min(t + n, T)],
+                                   terminated and t + n >= T, gamma) for n in range(1, T - t + 1)]
+        weights = (1 - lam) * lam ** np.arange(T - t)
+        weights[-1] = lam ** (T - t - 1)  # the full return takes the remaining weight
+        np.testing.assert_allclose(got[t], np.dot(weights, window), rtol=1e-12)
+    # lam = 0: the one-step targets; lam = 1: the Monte Carlo returns
+    last = 0.0 if terminated else values[T]
+    td = rewards + gamma * np.r_[values[1:T], last]
+    np.testing.assert_allclose(rc.lambda_returns(rewards, values, terminated, gamma, 0.0), td)
+    np.testing.assert_allclose(rc.lambda_returns(rewards, values, terminated, gamma, 1.0),
+                               rc.mc_returns(rewards, gamma, last))
+    # and GAE's returns (advantages + values) are the same lambda-returns
+    _, gae_returns = rc.gae(rewards[:, None], values[:T, None], np.r_[values[1:T], values[T]][:, None],
+                            np.r_[np.zeros(T - 1, bool), terminated][:, None],
+                            np.r_[np.zeros(T - 1, bool), not terminated][:, None], gamma, lam)
+    np.testing.assert_allclose(gae_returns[:, 0], got, rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,7 +551,15 @@ def test_vector_alpha_learns_each_step_size_as_a_single_run():
     (lambda env, pol: rc.sarsa(env, 5, alpha=-0.1), "alpha"),
     (lambda env, pol: rc.expected_sarsa(env, 5, gamma=-1), "gamma"),
     (lambda env, pol: rc.mc_control(env, 5, init=np.zeros((16, 3))), "init"),
-    (lambda env, pol: rc.q_learning(rc.GridWorld(size=4, n=2), 5), "n=1"),
+    (lambda env, pol: rc.td0(rc.GridWorld(size=4, n=2), np.ones((16, 4)) / 4, 5, 0.1, 0.9), "n=1"),
+    (lambda env, pol: rc.mc_control(rc.GridWorld(size=4, n=2), 5), "n=1"),
+    (lambda env, pol: rc.sarsa(rc.GridWorld(size=4, n=2), 5, alpha=np.ones(3) / 2), "per copy"),
+    (lambda env, pol: rc.q_learning(env, 5, epsilon=np.full(4, 0.1)), "one value per episode"),
+    (lambda env, pol: rc.q_learning(env, 3, epsilon=np.array([0.1, 1.5, 0.1])), "epsilon"),
+    (lambda env, pol: rc.mc_control(env, 5, alpha=np.array([0.1, 0.2])), "alpha"),
+    (lambda env, pol: rc.lambda_returns([1.0, 2.0], [0.0, 0.0], True, 0.9, 0.5), "values"),
+    (lambda env, pol: rc.lambda_returns([1.0], [0.0, 0.0], True, 0.9, 1.5), "lam"),
+    (lambda env, pol: rc.record_episodes(env, pol[:, :2], 3), "policy"),
     (lambda env, pol: rc.q_learning("grid", 5), "env"),
     (lambda env, pol: rc.epsilon_greedy(np.zeros(3), 0.1, 0), "rng"),
     (lambda env, pol: rc.epsilon_greedy(np.zeros((2, 2, 2)), 0.1, np.random.default_rng()),
@@ -428,21 +571,3 @@ def test_bad_input_raises_a_clear_error(call, match):
     env = rc.GridWorld(size=4)
     with pytest.raises((ValueError, TypeError), match=match):
         call(env, uniform(env))
-
-
-# ---------------------------------------------------------------------------------------------
-# Exercises of lessons 04-06: a terminal-bootstrap bug fails and is explained in lesson terms
-
-
-def test_exercises_catch_and_explain_a_terminal_bootstrap(capsys):
-    def leaky_q_target(Q, r, s_next, terminated, gamma):
-        return r + gamma * np.max(Q[s_next])
-
-    def leaky_td0(V, s, r, s_next, terminated, alpha, gamma):
-        V = np.array(V, dtype=float)
-        V[s] += alpha * (r + gamma * V[s_next] - V[s])
-        return V
-
-    assert not rc.exercises.check("q_learning_target", leaky_q_target)
-    assert not rc.exercises.check("td0_update", leaky_td0)
-    assert capsys.readouterr().out.count("you bootstrapped from the terminal state") == 2

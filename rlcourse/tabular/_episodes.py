@@ -1,9 +1,15 @@
 """What every model-free tabular learner shares: input checks (once, at the boundary), the
-starting table, the seeded start and one environment step as Python scalars.
+starting table, the seeded start, the bookkeeping of episodes, and policy sampling.
 
-Environment: any vector environment with ``n == 1`` copy, integer states and the attributes
+Environment: any vector environment with integer states and the attributes ``n``,
 ``num_states`` and ``num_actions`` (``TabularMDP``, ``GridWorld``, ``FrozenLake``,
 ``CliffWalking``). The model ``P``/``R`` is never read: the agent learns only from steps.
+Prediction and Monte Carlo control step one copy (``n == 1``) with Python scalars. The one-step
+TD control methods also accept ``n`` copies: ``n`` independent learners side by side, in
+lockstep, one table per copy, each learning from ``episodes`` episodes of its own; their results
+gain a leading ``[n]`` axis (none when ``n == 1``). Lockstep pays numpy's per-call cost on every
+step, so it is slower than the scalar loop for one copy and much faster for dozens (a sweep over
+seeds and step sizes).
 
 Seeding: ``env.reset(seed=seed)`` drives the environment; the agent's own draws (actions,
 exploration, ties) come from a generator seeded with a child of ``SeedSequence(seed)``, so one
@@ -19,13 +25,16 @@ from ..core._checks import agent_rng, as_float_array, check_distribution, check_
 __all__: list[str] = []  # private helpers of the tabular learners
 
 
-def _check_env(env):
+def _check_env(env, copies=False):
+    """``(S, A)`` of a tabular vector environment with one copy; ``(S, A, n)`` if ``copies``."""
     for attr in ("n", "num_states", "num_actions", "reset", "step"):
         if not hasattr(env, attr):
             raise TypeError(
                 f"env: expected a tabular vector environment (TabularMDP, GridWorld, ...) with "
                 f"'{attr}', got {type(env).__name__}"
             )
+    if copies:
+        return int(env.num_states), int(env.num_actions), int(env.n)
     if env.n != 1:
         raise ValueError(f"env: expected one copy (n=1), got n={env.n}")
     return int(env.num_states), int(env.num_actions)
@@ -54,22 +63,28 @@ def _check_policy(policy, S, A):
 
 def _initial_table(init, entry_shape, copies=None):
     """The starting table: ``init`` (a number or an array of ``entry_shape``), repeated for
-    ``copies`` step sizes when given."""
+    ``copies`` (an int or a tuple of leading sizes) when given."""
     arr = as_float_array("init", init).astype(np.float64)
     if arr.ndim:
         check_shape("init", arr, entry_shape, against="one value per table entry")
-    shape = entry_shape if copies is None else (copies, *entry_shape)
-    return np.broadcast_to(arr, shape).copy()
+    lead = () if copies is None else (copies if isinstance(copies, tuple) else (copies,))
+    return np.broadcast_to(arr, (*lead, *entry_shape)).copy()
 
 
-def _start(env, seed):
-    """Reset ``env`` with ``seed``; the agent's generator (an independent stream); one-slot
-    action buffer; first state."""
+def _start_copies(env, seed, rng=None):
+    """Reset ``env`` with ``seed``; the agent's generator (an independent stream, unless ``rng``
+    is given); the first states ``[n]``."""
     if isinstance(seed, np.random.Generator):
         raise TypeError("seed: expected an int (it seeds the environment too), got a Generator")
-    rng = agent_rng(seed)
+    rng = agent_rng(seed) if rng is None else rng
     obs = env.reset(seed=int(seed))
-    return rng, np.zeros(1, dtype=np.int64), int(obs[0])
+    return rng, np.asarray(obs, dtype=np.int64).reshape(-1)
+
+
+def _start(env, seed, rng=None):
+    """One copy: the agent's generator, a one-slot action buffer and the first state."""
+    rng, s = _start_copies(env, seed, rng)
+    return rng, np.zeros(1, dtype=np.int64), int(s[0])
 
 
 def _step(env, action_buffer, action):
@@ -81,7 +96,56 @@ def _step(env, action_buffer, action):
 
 
 def _sample(cdf_row, rng) -> int:
+    """An action of a fixed policy from one row of its CDF: one uniform."""
     return int(cdf_row.searchsorted(rng.random(), side="right"))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+class _Episodes:
+    """Bookkeeping of ``n`` copies that each learn from ``episodes`` episodes, in lockstep.
+
+    ``count [n]`` episodes finished; ``learning [n]`` copies still inside their budget (a copy
+    that is through keeps stepping with the others, but learns and records nothing more);
+    ``current [n]`` the index of each copy's episode (the last one for copies that are through);
+    ``returns``/``lengths [n, episodes]`` undiscounted return and steps of each episode.
+    """
+
+    def __init__(self, n: int, episodes: int):
+        self.episodes = episodes
+        self.count = np.zeros(n, dtype=np.int64)
+        self.learning = np.ones(n, dtype=bool)
+        self.current = np.zeros(n, dtype=np.int64)
+        self.finished = False
+        self._return = np.zeros(n)
+        self._length = np.zeros(n, dtype=np.int64)
+        self.returns = np.zeros((n, episodes))
+        self.lengths = np.zeros((n, episodes), dtype=np.int64)
+
+    def add(self, reward, done) -> np.ndarray:
+        """Count one step of every copy; returns the indexes of the copies whose episode (inside
+        the budget) ended."""
+        self._return += reward
+        self._length += 1
+        if not done.any():
+            return _NONE
+        idx = np.flatnonzero(done & self.learning)
+        k = self.count[idx]
+        self.returns[idx, k] = self._return[idx]
+        self.lengths[idx, k] = self._length[idx]
+        self.count[done] += 1
+        self._return[done] = 0.0
+        self._length[done] = 0
+        self.learning = self.count < self.episodes
+        self.current = np.minimum(self.count, self.episodes - 1)
+        self.finished = not self.learning.any()
+        return idx
+
+
+def _squeeze(n, *arrays):
+    """Drop the leading copy axis when there is one copy."""
+    return tuple(a[0] for a in arrays) if n == 1 else arrays
 
 
 def _visited(keys: list, returns, first_visit: bool):

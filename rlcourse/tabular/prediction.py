@@ -1,6 +1,7 @@
 """Model-free prediction of ``V^pi`` for a fixed policy: Monte Carlo, TD(0), n-step TD and
 TD(lambda), each learning from the steps of a tabular environment (see
-:mod:`rlcourse.tabular._episodes` for the environment protocol and seeding).
+:mod:`rlcourse.tabular._episodes` for the environment protocol and seeding), and
+:func:`record_episodes`, which keeps the episodes themselves.
 
 Time semantics, the same in every function and pinned by tests:
 
@@ -36,7 +37,8 @@ from ._episodes import (
 )
 from .targets import _bootstrap, _mc_returns, _n_step_target, _td_target
 
-__all__ = ["PredictionResult", "mc_prediction", "td0", "n_step_td", "td_lambda"]
+__all__ = ["PredictionResult", "mc_prediction", "td0", "n_step_td", "td_lambda", "Episode",
+           "record_episodes"]
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,7 @@ def td_lambda(env, policy, episodes, lam, alpha, gamma, traces="accumulating", s
                 e[s] = 1.0
             else:
                 e[s] += 1.0
+            # Rules 1 and 2 live in _td_target: no bootstrap if terminated; else from final_obs.
             delta = _td_target(r, V[:, s_final], terminated, gamma) - V[:, s]
             V += step_sizes * delta[:, None] * e
             total += r
@@ -227,8 +230,48 @@ def td_lambda(env, policy, episodes, lam, alpha, gamma, traces="accumulating", s
             s = s_next
             if terminated or truncated:
                 break
-        _clear_traces(e)
+        _clear_traces(e)  # rule 3: no trace crosses into the next episode
         history.append(V.copy())
         ep_returns.append(total)
         ep_lengths.append(steps)
     return _prediction_result(V, history, ep_returns, ep_lengths, scalar_alpha)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One recorded episode: ``states [T + 1]`` (``states[T]`` the state it ended in, the
+    ``final_obs``), ``actions [T]``, ``rewards [T]`` (``rewards[t]`` paid by the step from
+    ``states[t]``), and whether it ``terminated`` (False: a time limit cut it)."""
+
+    states: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminated: bool
+
+
+def record_episodes(env, policy, episodes, seed=0) -> list[Episode]:
+    """Play ``episodes`` episodes with ``policy [S, A]`` and return them as :class:`Episode` s.
+
+    The same ``seed`` gives the very episodes that :func:`mc_prediction`, :func:`td0`,
+    :func:`n_step_td` and :func:`td_lambda` learn from with that seed.
+    """
+    S, A = _check_env(env)
+    cdf = _check_policy(policy, S, A)
+    episodes = check_count("episodes", episodes)
+    rng, act, s = _start(env, seed)
+    out = []
+    for _ in range(episodes):
+        states, actions, rewards = [], [], []
+        while True:
+            a = _sample(cdf[s], rng)
+            s_next, r, terminated, truncated, s_final = _step(env, act, a)
+            states.append(s)
+            actions.append(a)
+            rewards.append(r)
+            if terminated or truncated:
+                break
+            s = s_next
+        out.append(Episode(np.array(states + [s_final], dtype=np.int64),
+                           np.array(actions, dtype=np.int64), np.array(rewards), terminated))
+        s = s_next
+    return out

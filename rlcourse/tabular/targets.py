@@ -12,12 +12,15 @@ import numpy as np
 
 from ..core._checks import as_float_array, check_probability
 
-__all__ = ["td_target", "n_step_target", "mc_returns"]
+__all__ = ["td_target", "n_step_target", "mc_returns", "lambda_returns"]
 
 
 def _bootstrap(value, terminated):
     # The one place the mask lives: a terminal state has value 0, whatever its table entry holds.
-    return 0.0 if terminated else value
+    # ``terminated`` a bool, or an array broadcasting against ``value`` (one per copy).
+    if isinstance(terminated, (bool, np.bool_)):
+        return 0.0 if terminated else value
+    return np.where(terminated, 0.0, value)
 
 
 def _td_target(reward, next_value, terminated, gamma):
@@ -79,3 +82,39 @@ def mc_returns(rewards, gamma, final_value=0.0) -> np.ndarray:
     rewards = as_float_array("rewards", rewards, ndim=1)
     gamma = check_probability("gamma", gamma)
     return np.array(_mc_returns(rewards.tolist(), gamma, float(final_value)))
+
+
+def _lambda_returns(rewards, values, final_value, gamma, lam):
+    returns = [0.0] * len(rewards)
+    g = final_value
+    for t in range(len(rewards) - 1, -1, -1):
+        next_value = final_value if t == len(rewards) - 1 else values[t + 1]
+        g = rewards[t] + gamma * ((1.0 - lam) * next_value + lam * g)
+        returns[t] = g
+    return returns
+
+
+def lambda_returns(rewards, values, terminated, gamma, lam) -> np.ndarray:
+    """The lambda-returns ``G^lambda [T]`` of one episode (the forward view of TD(lambda)).
+
+    ``rewards [T]``; ``values [T + 1]`` the estimates ``V(s_0), ..., V(s_T)`` of the states the
+    episode visited, ``s_T`` the state it ended in (``final_obs``); ``terminated`` whether
+    ``s_T`` is terminal (then its value counts as 0, whatever ``values[T]`` holds; a time limit
+    bootstraps from it). Computed backwards:
+    ``G^lambda_t = r_t + gamma * ((1 - lam) * V(s_{t+1}) + lam * G^lambda_{t+1})``, starting
+    from ``G^lambda_T = V(s_T)``. This equals the weighted average
+    ``(1 - lam) * sum_n lam**(n-1) G_{t:t+n}`` of the n-step returns, the return after the
+    episode's end taking the remaining weight ``lam**(T-t-1)``. ``lam=0`` gives the one-step TD
+    targets, ``lam=1`` the Monte Carlo returns.
+    """
+    rewards = as_float_array("rewards", rewards, ndim=1)
+    values = as_float_array("values", values, ndim=1)
+    if values.shape != (rewards.size + 1,):
+        raise ValueError(f"values: expected shape ({rewards.size + 1},) (one per state visited, "
+                         f"the last state included), got {values.shape}")
+    gamma = check_probability("gamma", gamma)
+    lam = check_probability("lam", lam)
+    if not isinstance(terminated, (bool, np.bool_)):
+        raise TypeError(f"terminated: expected a bool, got {type(terminated).__name__}")
+    final_value = float(_bootstrap(values[-1], bool(terminated)))
+    return np.array(_lambda_returns(rewards.tolist(), values.tolist(), final_value, gamma, lam))
