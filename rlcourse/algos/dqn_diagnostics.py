@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_probability, check_shape
+from ..core._checks import as_float_array, check_probability, check_shape, real_scalar
 
 __all__ = [
     "action_gap",
@@ -83,7 +83,10 @@ def value_ceiling(gamma: float, max_reward: float = 1.0) -> float:
     gamma = check_probability("gamma", gamma)
     if gamma == 1.0:
         return float("inf")
-    return float(max_reward) / (1.0 - gamma)
+    max_reward = real_scalar("max_reward", max_reward)
+    if not np.isfinite(max_reward):
+        raise ValueError(f"max_reward: expected a finite number, got {max_reward}")
+    return max_reward / (1.0 - gamma)
 
 
 def overestimation(q, returns) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core._checks import as_float_array, check_shape
 from ..core.distributions import categorical_log_prob, categorical_sample
 
 __all__ = ["Rollout", "collect_rollout", "policy_step", "explained_variance"]
@@ -93,7 +94,10 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
 
 def explained_variance(values: np.ndarray, returns: np.ndarray) -> float:
     """``1 - Var(returns - values) / Var(returns)``: 1 perfect, 0 no better than a constant,
-    negative worse; NaN-free (0.0 when the returns do not vary)."""
+    negative worse; NaN-free (0.0 when the returns do not vary). Both arrays have one shape."""
+    returns = as_float_array("returns", returns).astype(np.float64)
+    values = as_float_array("values", values).astype(np.float64)
+    check_shape("values", values, returns.shape, against="returns")
     var = float(np.var(returns))
     if var == 0.0:
         return 0.0

@@ -7,7 +7,7 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits"]
+           "check_nonnegative", "check_logits", "real_scalar"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -82,7 +82,7 @@ def check_shape(name: str, arr: np.ndarray, shape: tuple, against: str | None = 
 
 def check_probability(name: str, value: float, low: float = 0.0, high: float = 1.0) -> float:
     """A scalar in ``[low, high]``, e.g. gamma, lambda, epsilon."""
-    value = float(value)
+    value = real_scalar(name, value)
     if not (low <= value <= high):
         raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value}")
     return value
@@ -123,12 +123,20 @@ def agent_rng(seed) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
-def check_nonnegative(name: str, value, positive: bool = False) -> float:
-    """A finite real number ``>= 0`` (``> 0`` if ``positive``), e.g. a loss coefficient."""
+def real_scalar(name: str, value) -> float:
+    """``value`` as a Python float: an int, a float or a 0-d real array (bools, strings and
+    complex numbers are refused rather than converted)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                       np.floating)):
         raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
-    value = float(value)
+    return float(value)
+
+
+def check_nonnegative(name: str, value, positive: bool = False) -> float:
+    """A finite real number ``>= 0`` (``> 0`` if ``positive``), e.g. a loss coefficient."""
+    value = real_scalar(name, value)
     if not np.isfinite(value) or value < 0 or (positive and value == 0):
         expected = "a finite number > 0" if positive else "a finite number >= 0"
         raise ValueError(f"{name}: expected {expected}, got {value}")

@@ -63,8 +63,8 @@ def _log_prob_values(name: str, x, mask: np.ndarray | None = None) -> np.ndarray
     """The value of per-token log-probs ``x`` (traced or not): no NaN or +inf anywhere, and
     ``-inf`` only where ``mask`` is False (a padding token the model rules out)."""
     value = np.asarray(ad.stop_gradient(x))
-    if value.dtype == object or not np.issubdtype(value.dtype, np.number):
-        raise TypeError(f"{name}: expected a float array, got dtype {value.dtype}")
+    if value.dtype == object or value.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected a real float array, got dtype {value.dtype}")
     value = value if np.issubdtype(value.dtype, np.floating) else value.astype(np.float64)
     bad = np.isnan(value) | np.isposinf(value)
     if mask is not None and mask.shape == value.shape:
@@ -103,9 +103,9 @@ def kl_estimate(logp, ref_logp, kind: str = "k1"):
     return ad.exp(d) - d - 1.0
 
 
-def _check_token_mask(mask, shape: tuple, name: str = "mask") -> np.ndarray:
+def _check_token_mask(mask, shape: tuple, name: str = "mask", against: str = "logp") -> np.ndarray:
     mask = as_bool_array(name, mask)
-    check_shape(name, mask, shape, "logp")
+    check_shape(name, mask, shape, against)
     if not mask.any():
         raise ValueError(f"{name}: every entry is False; there are no action tokens")
     return mask

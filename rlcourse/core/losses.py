@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_float_array, check_count, check_shape
+from ._checks import as_bool_array, as_float_array, check_count, check_nonnegative, check_shape
 from .kl import _check_token_mask, _same_shape_values, kl_estimate
 
 __all__ = [
@@ -39,9 +39,28 @@ def ppo_clip_objective(ratio, advantages, clip: float):
     The gradient with respect to ``ratio`` is ``A`` where the unclipped branch is the smaller
     one and exactly 0 where the clipped one is: for ``A > 0`` when ``ratio > 1 + clip``, for
     ``A < 0`` when ``ratio < 1 - clip``. Inside ``[1 - clip, 1 + clip]`` the two branches are
-    equal and the gradient is ``A``. Works on arrays and traced values.
+    equal and the gradient is ``A``. Works on arrays and traced values; ``ratio`` and
+    ``advantages`` have the same shape (no silent broadcasting of a misaligned batch).
     """
+    ratio, ratio_values = _traced_or_array("ratio", ratio)
+    advantages, adv_values = _traced_or_array("advantages", advantages)
+    check_shape("advantages", adv_values, ratio_values.shape, "ratio")
+    clip = _unit_open("clip", clip)
     return ad.minimum(ratio * advantages, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * advantages)
+
+
+def _traced_or_array(name: str, x):
+    """``x`` checked to be finite real numbers: (x itself if traced, else as an array; its
+    values)."""
+    values = as_float_array(name, ad.stop_gradient(x))
+    return (x if isinstance(x, ad.Tensor) else values), values
+
+
+def _unit_open(name: str, value) -> float:
+    value = check_nonnegative(name, value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name}: expected a number in (0, 1), got {value}")
+    return value
 
 
 class PPOClipResult(NamedTuple):
@@ -84,9 +103,7 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     if adv.shape == lp.shape[:1]:
         adv = np.broadcast_to(adv[:, None], lp.shape)
     check_shape("advantages", adv, lp.shape, "logp (or [B], one per sequence)")
-    clip = float(clip)
-    if not 0.0 < clip < 1.0:
-        raise ValueError(f"clip: expected a number in (0, 1), got {clip}")
+    clip = _unit_open("clip", clip)
     if aggregate not in ("token", "sequence"):
         raise ValueError(f"aggregate: expected 'token' or 'sequence', got {aggregate!r}")
     counts = mask.sum(axis=1)
@@ -118,8 +135,8 @@ def huber(x, delta: float = 1.0):
     Quadratic near zero, linear beyond ``delta``: the gradient is ``x`` clipped to
     ``[-delta, delta]``, so one huge TD error cannot blow up an update. Works on traced values.
     """
-    if not delta > 0:
-        raise ValueError(f"delta: expected a number > 0, got {delta}")
+    delta = check_nonnegative("delta", delta, positive=True)
+    x, _ = _traced_or_array("x", x)
     small = ad.abs(x) <= delta
     return ad.where(small, 0.5 * ad.square(x), delta * (ad.abs(x) - 0.5 * delta))
 
@@ -149,13 +166,6 @@ def _values(name: str, x, shape: tuple | None = None, against: str | None = None
     return arr
 
 
-def _positive(name: str, value) -> float:
-    value = float(value)
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name}: expected a finite number > 0, got {value}")
-    return value
-
-
 def preference_loss(r_chosen, r_rejected, margin=0.0):
     """Bradley-Terry reward-model loss: mean over pairs of ``-log sigmoid(r_c - r_r - margin)``.
 
@@ -167,6 +177,8 @@ def preference_loss(r_chosen, r_rejected, margin=0.0):
     """
     chosen = _values("r_chosen", r_chosen)
     _values("r_rejected", r_rejected, chosen.shape, "r_chosen")
+    r_chosen, _ = _traced_or_array("r_chosen", r_chosen)
+    r_rejected, _ = _traced_or_array("r_rejected", r_rejected)
     margin_arr = as_float_array("margin", margin)
     if margin_arr.ndim > 1 or (margin_arr.ndim == 1 and margin_arr.shape != chosen.shape):
         raise ValueError(
@@ -206,7 +218,7 @@ def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1,
     ``beta > 0`` is the strength of the KL pull towards the reference: the implicit reward of a
     completion is ``beta * (logp - ref_logp)``. Returns ``PreferenceResult``.
     """
-    beta = _positive("beta", beta)
+    beta = check_nonnegative("beta", beta, positive=True)
     label_smoothing = float(label_smoothing)
     if not 0.0 <= label_smoothing < 0.5:
         raise ValueError(
@@ -237,7 +249,7 @@ def ipo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, tau=0.1,
     smaller ``tau`` = larger target margin = weaker pull to the reference. The implicit rewards
     reported are ``tau * (mean logp - mean ref_logp)``.
     """
-    tau = _positive("tau", tau)
+    tau = check_nonnegative("tau", tau, positive=True)
     chosen_ratio, rejected_ratio = _pair_log_ratios(
         policy_chosen, policy_rejected, ref_chosen, ref_rejected)
     if (chosen_lengths is None) != (rejected_lengths is None):

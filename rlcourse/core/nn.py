@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_rng
+from ._checks import as_rng, check_count, real_scalar
 from .autodiff import relu, tanh, tree_leaves
 
 __all__ = [
@@ -26,6 +26,9 @@ def orthogonal(shape: tuple[int, int], gain: float = 1.0, seed=0, dtype=np.float
     uses gain sqrt(2) for hidden layers, 0.01 for a policy head and 1.0 for a value head.
     """
     rows, cols = shape
+    gain = real_scalar("gain", gain)
+    if not np.isfinite(gain):
+        raise ValueError(f"gain: expected a finite number, got {gain}")
     a = as_rng(seed).standard_normal((max(rows, cols), min(rows, cols)))
     q, r = np.linalg.qr(a)
     q *= np.sign(np.diag(r))  # makes the result uniformly distributed over orthogonal matrices
@@ -36,9 +39,8 @@ def orthogonal(shape: tuple[int, int], gain: float = 1.0, seed=0, dtype=np.float
 
 def linear_init(n_in: int, n_out: int, seed=0, scale: float = 1.0, dtype=np.float32) -> dict:
     """``{"w": orthogonal [n_in, n_out] with gain scale, "b": zeros [n_out]}``."""
-    for name, v in (("n_in", n_in), ("n_out", n_out)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    check_count("n_in", n_in)
+    check_count("n_out", n_out)
     return {
         "w": orthogonal((n_in, n_out), scale, seed, dtype),
         "b": np.zeros(n_out, dtype=dtype),

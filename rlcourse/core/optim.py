@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._checks import check_nonnegative, check_probability
+from ._checks import check_nonnegative, check_probability, real_scalar
 from .autodiff import tree_leaves, tree_map
 
 __all__ = ["SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule"]
@@ -113,8 +113,7 @@ def clip_by_global_norm(grads, max_norm: float):
 
     Returns ``(clipped_grads, norm_before_clipping)``; directions are kept, only the length changes.
     """
-    if not max_norm > 0:
-        raise ValueError(f"max_norm: expected a number > 0, got {max_norm}")
+    max_norm = check_nonnegative("max_norm", max_norm, positive=True)
     norm = global_norm(grads)
     if not np.isfinite(norm):
         raise ValueError("grads: global norm is not finite (NaN or inf in the gradients)")
@@ -127,7 +126,7 @@ def clip_by_global_norm(grads, max_norm: float):
 def linear_schedule(start: float, end: float, duration: int) -> Callable[[int], float]:
     """``f(step)`` going linearly from ``start`` at step 0 to ``end`` at ``duration``, then flat."""
     for name, value in (("start", start), ("end", end)):
-        if not np.isfinite(float(value)):
+        if not np.isfinite(real_scalar(name, value)):
             raise ValueError(f"{name}: expected a finite number, got {value}")
     duration = check_nonnegative("duration", duration, positive=True)
 

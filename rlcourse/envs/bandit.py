@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core._checks import check_count
-from .base import check_actions, check_n
+from .base import check_actions, check_n, seeded_rng
 
 __all__ = ["Bandit"]
 
@@ -46,7 +46,7 @@ class Bandit:
         self._new_problems(seed)
 
     def _new_problems(self, seed: int | None) -> None:
-        self._rng = np.random.default_rng(seed)
+        self._rng = seeded_rng(seed)
         self.means = self.mean + self._rng.normal(size=(self.n, self.arms))
         self._start_means = self.means.copy()
         self._clear()

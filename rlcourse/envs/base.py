@@ -87,6 +87,14 @@ def copy_seeds(seed: int | None, n: int) -> list[int]:
     return [int(seed) + i for i in range(n)]
 
 
+def seeded_rng(seed: int | None) -> np.random.Generator:
+    """``np.random.default_rng(seed)`` for a non-negative int seed, or fresh OS entropy for
+    ``None``; anything else is refused naming ``seed``."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(copy_seeds(seed, 1)[0])
+
+
 def check_n(n) -> int:
     """The number of copies as a positive int."""
     return check_count("n", n)

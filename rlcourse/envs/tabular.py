@@ -16,7 +16,7 @@ import bisect
 import numpy as np
 
 from ..core._checks import as_bool_array, as_float_array, as_int_array, check_shape
-from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n
+from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n, seeded_rng
 
 __all__ = ["TabularMDP", "check_mdp"]
 
@@ -119,7 +119,7 @@ class TabularMDP(EpisodeStats):
         self._reward_rows = self.R.reshape(-1, self.num_states).tolist()
         self._terminal_list = self.terminal.tolist()
         self._start_cdf_list = self._start_cdf.tolist()
-        self._rng = np.random.default_rng(seed)
+        self._rng = seeded_rng(seed)
         self._state = np.zeros(self.n, dtype=np.int64)
         self._init_stats(self.n)
         self._was_reset = False
@@ -144,7 +144,7 @@ class TabularMDP(EpisodeStats):
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Draw a start state for every copy; returns ``obs [n]``. ``seed`` re-seeds."""
         if seed is not None:
-            self._rng = np.random.default_rng(seed)
+            self._rng = seeded_rng(seed)
         self._state[:] = self._sample_starts(self.n)
         self._clear_running()
         self._was_reset = True

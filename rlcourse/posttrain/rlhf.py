@@ -26,7 +26,7 @@ def reward_to_go(rewards, mask) -> np.ndarray:
     ``mask`` is False are 0.
     """
     rewards = as_float_array("rewards", rewards, ndim=2)
-    mask = _check_token_mask(mask, rewards.shape)
+    mask = _check_token_mask(mask, rewards.shape, against="rewards")
     rewards = np.where(mask, rewards, 0.0)
     return np.where(mask, np.cumsum(rewards[:, ::-1], axis=1)[:, ::-1], 0.0)
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count
+from ..core._checks import as_float_array, check_count, check_nonnegative
 
 __all__ = ["MCTSResult", "uct_score", "puct_score", "mcts"]
 
@@ -43,8 +43,7 @@ def _check_children(mean_values, visits, parent_visits, c):
         raise ValueError(f"visits: expected counts >= 0, got {n.min()}")
     if parent_visits < 0:
         raise ValueError(f"parent_visits: expected a count >= 0, got {parent_visits}")
-    if not c >= 0:
-        raise ValueError(f"c: expected an exploration constant >= 0, got {c}")
+    check_nonnegative("c", c)
     return q, n
 
 
@@ -176,8 +175,7 @@ def mcts(
     same result. The chosen action is the most visited one (ties: first in legal order).
     """
     simulations = check_count("simulations", simulations)
-    if not c >= 0:
-        raise ValueError(f"c: expected an exploration constant >= 0, got {c}")
+    check_nonnegative("c", c)
     if rollout_depth is not None:
         rollout_depth = check_count("rollout_depth", rollout_depth, low=0)
     if prior is not None and not callable(prior):

@@ -12,7 +12,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_float_array, as_int_array, check_count, check_probability, check_shape
+from ..core._checks import (
+    as_float_array,
+    as_int_array,
+    check_count,
+    check_nonnegative,
+    check_probability,
+    check_shape,
+    real_scalar,
+)
 
 __all__ = ["EpsilonGreedy", "UCB", "GradientBandit", "ucb_scores", "run_bandit", "BanditResult"]
 
@@ -115,12 +123,10 @@ def ucb_scores(Q, N, t, c: float = 2.0) -> np.ndarray:
     check_shape("N", N, Q.shape, against="Q")
     if (N < 0).any():
         raise ValueError(f"N: pull counts must be >= 0, got {N.min()}")
-    t = float(t)
+    t = real_scalar("t", t)
     if not t >= 1:
         raise ValueError(f"t: expected the step number, >= 1, got {t}")
-    c = float(c)
-    if not c >= 0:
-        raise ValueError(f"c: expected an exploration weight >= 0, got {c}")
+    c = check_nonnegative("c", c)
     return _ucb(Q, N, t, c)
 
 

@@ -111,7 +111,8 @@ def lambda_returns(rewards, values, terminated, gamma, lam) -> np.ndarray:
     values = as_float_array("values", values, ndim=1)
     if values.shape != (rewards.size + 1,):
         raise ValueError(f"values: expected shape ({rewards.size + 1},) (one per state visited, "
-                         f"the last state included), got {values.shape}")
+                         f"the last state included: one more than rewards {rewards.shape}), "
+                         f"got {values.shape}")
     gamma = check_probability("gamma", gamma)
     lam = check_probability("lam", lam)
     if not isinstance(terminated, (bool, np.bool_)):
