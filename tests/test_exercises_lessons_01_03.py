@@ -571,11 +571,19 @@ def test_bellman_backup_rejects(wrong, capsys):
     assert diagnosis in rejected("bellman_backup", fn, capsys)
 
 
+def _q_written(P, R, V, gamma, terminal):
+    """Action values written out (rc.q_from_v is forbidden in lesson 03's steps 1-2)."""
+    V = np.where(terminal, 0.0, V)
+    Q = np.einsum("sat,sat->sa", P, R + gamma * V[None, None, :])
+    Q[terminal] = 0.0
+    return Q
+
+
 GREEDY_WRONG = {
-    "argmin": (lambda P, R, V, g, t: rc.q_from_v(P, R, V, g, t).argmin(axis=1), "argmin"),
-    "values, not actions": (lambda P, R, V, g, t: rc.q_from_v(P, R, V, g, t).max(axis=1),
+    "argmin": (lambda P, R, V, g, t: _q_written(P, R, V, g, t).argmin(axis=1), "argmin"),
+    "values, not actions": (lambda P, R, V, g, t: _q_written(P, R, V, g, t).max(axis=1),
                             "best *action*"),
-    "wrong axis": (lambda P, R, V, g, t: rc.q_from_v(P, R, V, g, t).argmax(axis=0), "axis=1"),
+    "wrong axis": (lambda P, R, V, g, t: _q_written(P, R, V, g, t).argmax(axis=0), "axis=1"),
     "argmax of V over next states": (
         lambda P, R, V, g, t: np.argmax(np.einsum("sat,t->sa", P > 0, V), axis=1),
         "chose action"),
@@ -590,7 +598,7 @@ def test_greedy_policy_rejects(wrong, capsys):
 
 def test_greedy_policy_accepts_any_tied_action(capsys):
     def last_of_ties(P, R, V, gamma, terminal):
-        Q = rc.q_from_v(P, R, V, gamma, terminal)
+        Q = _q_written(P, R, V, gamma, terminal)
         return Q.shape[1] - 1 - np.argmax((Q >= Q.max(axis=1, keepdims=True) - 1e-12)[:, ::-1],
                                           axis=1)
 
@@ -734,3 +742,217 @@ FINITE_HORIZON_WRONG = {
 def test_finite_horizon_rejects(wrong, capsys):
     fn, diagnosis = FINITE_HORIZON_WRONG[wrong]
     assert diagnosis in rejected("finite_horizon", fn, capsys)
+
+
+# ================================================ after the review of lessons 01-03 (F4-F16)
+# Each wrong answer that passed a checker before the review, and each new check.
+
+def _in_place_average(Q, N, action, reward):
+    N[action] += 1
+    Q[action] += (reward - Q[action]) / N[action]
+    return Q, N
+
+
+def test_sample_average_update_rejects_an_in_place_update(capsys):
+    out = rejected("sample_average_update", _in_place_average, capsys)
+    assert "you changed the caller's Q and N in place" in out
+
+
+def test_gradient_bandit_and_unbiased_step_reject_in_place_updates(capsys):
+    def gradient_in_place(H, action, reward, baseline, alpha):
+        pi = np.exp(H - H.max()) / np.exp(H - H.max()).sum()
+        step = -pi
+        step[action] += 1.0
+        H += alpha * (reward - baseline) * step
+        return H
+
+    def unbiased_in_place(Q, trace, action, reward, alpha):
+        trace[action] += alpha * (1 - trace[action])
+        Q[action] += alpha / trace[action] * (reward - Q[action])
+        return Q, trace
+
+    assert "caller's H in place" in rejected("gradient_bandit_update", gradient_in_place, capsys)
+    assert "caller's Q and trace in place" in rejected("unbiased_step_update", unbiased_in_place,
+                                                       capsys)
+
+
+def test_sample_average_update_accepts_a_copying_answer(capsys):
+    def copying(Q, N, action, reward):
+        return _in_place_average(np.array(Q, dtype=float), np.array(N), action, reward)
+
+    accepted("sample_average_update", copying, capsys)
+
+
+def _naive_ucb(Q, N, t, c):
+    return Q + c * np.sqrt(np.log(t) / N)
+
+
+def _naive_ucb_quiet(Q, N, t, c):
+    with np.errstate(all="ignore"):
+        return Q + c * np.sqrt(np.log(t) / N)
+
+
+@pytest.mark.parametrize("fn", [_naive_ucb, _naive_ucb_quiet], ids=["warning", "errstate ignore"])
+def test_ucb_scores_rejects_dividing_by_zero(fn, capsys):
+    """Q + c sqrt(ln t / N) is +inf for untried arms when t > 1 (so it passed), but NaN at t = 1
+    and a division by zero always."""
+    ok = exercises.check("ucb_scores", fn)  # no errstate here: the checker sets its own
+    out = capsys.readouterr().out
+    assert not ok, out
+    assert "you divided by N = 0" in out
+    assert "the very first step: t = 1" in out
+
+
+def _policy_iteration_plain_argmax(P, R, gamma, terminal):
+    """Policy iteration with np.argmax and no tolerance: cycles between tied actions."""
+    S = P.shape[0]
+    policy = np.zeros(S, dtype=int)
+    while True:
+        V = rc.policy_evaluation_exact(P, R, policy, gamma, terminal)
+        new = _q_written(P, R, V, gamma, terminal).argmax(axis=1)
+        if np.array_equal(new, policy):
+            return V, policy
+        policy = new
+
+
+def test_policy_iteration_without_tolerance_times_out_with_the_tie_diagnosis(capsys, monkeypatch):
+    from rlcourse.course.bank import tabular_dp
+
+    monkeypatch.setattr(tabular_dp, "POLICY_ITERATION_SECONDS", 1.0)
+    out = rejected("policy_iteration", _policy_iteration_plain_argmax, capsys)
+    assert "FrozenLake 8x8, gamma 0.95 (tied actions): raised TimeLimit" in out
+    assert "keeps flipping between actions whose values are tied" in out
+    assert "better by more than 1e-9" in out
+
+
+def test_policy_iteration_with_tolerance_passes_within_the_limit(capsys):
+    def with_tolerance(P, R, gamma, terminal):
+        S = P.shape[0]
+        policy = np.zeros(S, dtype=int)
+        while True:
+            V = rc.policy_evaluation_exact(P, R, policy, gamma, terminal)
+            Q = _q_written(P, R, V, gamma, terminal)
+            better = Q.max(axis=1) > Q[np.arange(S), policy] + 1e-9
+            if not better.any():
+                return V, policy
+            policy = np.where(better, Q.argmax(axis=1), policy)
+
+    accepted("policy_iteration", with_tolerance, capsys)
+
+
+def _mpi_argmax(P, R, gamma, terminal, k, rounds):
+    rows = np.arange(P.shape[0])
+    V = np.zeros(P.shape[0])
+    for _ in range(rounds):
+        policy = _q_written(P, R, V, gamma, terminal).argmax(axis=1)
+        for _ in range(k):
+            V = _q_written(P, R, V, gamma, terminal)[rows, policy]
+    return V
+
+
+def test_modified_policy_iteration_names_the_tie_rule(capsys):
+    out = rejected("modified_policy_iteration", _mpi_argmax, capsys)
+    assert out.count("ties: you improved with np.argmax") >= 2
+
+
+def test_bellman_backup_must_be_written_from_the_model(capsys):
+    def via_q_from_v(P, R, V, gamma, terminal):
+        return rc.q_from_v(P, R, V, gamma, terminal).max(axis=1)
+
+    out = rejected("bellman_backup", via_q_from_v, capsys)
+    assert "[reference] your function uses" in out and "q_from_v" in out
+    accepted("bellman_backup", lambda P, R, V, g, t: _q_written(P, R, V, g, t).max(axis=1), capsys)
+
+
+def test_q_evaluation_through_v_is_refused(capsys):
+    def through_v(P, R, policy, gamma, terminal):
+        V = rc.policy_evaluation_exact(P, R, policy, gamma, terminal)
+        return rc.q_from_v(P, R, V, gamma, terminal)
+
+    out = rejected("q_evaluation", through_v, capsys)
+    assert "[reference]" in out and "policy_evaluation_exact" in out
+
+
+def _occupancy_written_out(P, policy, terminal, start, gamma):
+    P_pi = np.einsum("sa,sat->st", policy, P)
+    P_pi[terminal] = 0.0
+    P_pi[:, terminal] = 0.0
+    start = np.where(terminal, 0.0, start)
+    return np.linalg.solve(np.eye(len(start)) - gamma * P_pi.T, start)
+
+
+def _start_value(weigh):
+    def value(P, R, policy, terminal, start, gamma):
+        d = _occupancy_written_out(P, policy, terminal, start, gamma)
+        r = np.einsum("sat,sat->sa", P, R) * ~terminal[:, None]
+        return float(weigh(d, r, policy, gamma))
+    return value
+
+
+START_VALUE_WRONG = {
+    "one action's reward": (_start_value(lambda d, r, pi, g: d @ r[:, 0]), "not by the reward of one"),
+    "normalised occupancy": (_start_value(lambda d, r, pi, g: (1 - g) * d @ (pi * r).sum(axis=1)),
+                             "(1 - gamma) d . r_pi"),
+    "returns the vector": (lambda P, R, pi, t, s, g: _occupancy_written_out(P, pi, t, s, g),
+                           "return one number"),
+}
+
+
+@pytest.mark.parametrize("wrong", START_VALUE_WRONG, ids=list(START_VALUE_WRONG))
+def test_start_value_from_occupancy_rejects(wrong, capsys):
+    fn, diagnosis = START_VALUE_WRONG[wrong]
+    assert diagnosis in rejected("start_value_from_occupancy", fn, capsys)
+
+
+def test_start_value_from_occupancy_accepts_d_dot_r_pi_and_refuses_v(capsys):
+    accepted("start_value_from_occupancy",
+             _start_value(lambda d, r, pi, g: d @ (pi * r).sum(axis=1)), capsys)
+
+    def from_v(P, R, policy, terminal, start, gamma):
+        return float(start @ rc.policy_evaluation_exact(P, R, policy, gamma, terminal))
+
+    assert "[reference]" in rejected("start_value_from_occupancy", from_v, capsys)
+
+
+def test_in_place_saving_question(capsys, monkeypatch):
+    from rlcourse.course import exercises as module
+
+    monkeypatch.setattr(module, "_FIRST_ANSWERS", {})
+    big = rc.FrozenLake("8x8")
+    r = np.einsum("sat,sat->sa", big.P, big.R)
+    counts = []
+    for in_place in (False, True):
+        V, sweeps = np.zeros(64), 0
+        while True:
+            sweeps += 1
+            old = V.copy()
+            for s in np.flatnonzero(~big.terminal):
+                source = V if in_place else old
+                V[s] = np.max(r[s] + 0.99 * big.P[s] @ source)
+            if np.abs(V - old).max() < 1e-10:
+                break
+        counts.append(sweeps)
+    saved = counts[0] - counts[1]
+    assert saved > 0
+    assert "the other way round" in rejected("in_place_saving_question", -saved, capsys)
+    monkeypatch.setattr(module, "_FIRST_ANSWERS", {})
+    assert "whole number" in rejected("in_place_saving_question", float(saved), capsys)
+    monkeypatch.setattr(module, "_FIRST_ANSWERS", {})
+    accepted("in_place_saving_question", saved, capsys)
+
+
+@pytest.mark.parametrize(("answer", "diagnosis"), [
+    ("a", "policy iteration is the other end"), ("c", "every round starts by improving"),
+    ("d", "gamma-contraction"), ("z", "one of the letters"), (None, "not answered yet")])
+def test_mpi_k1_question_rejects(answer, diagnosis, capsys, monkeypatch):
+    from rlcourse.course import exercises as module
+
+    monkeypatch.setattr(module, "_FIRST_ANSWERS", {})
+    assert diagnosis in rejected("mpi_k1_question", answer, capsys)
+
+
+def test_mpi_k1_question_accepts_b(capsys, monkeypatch):
+    from rlcourse.course import exercises as module
+
+    monkeypatch.setattr(module, "_FIRST_ANSWERS", {})
+    accepted("mpi_k1_question", "b", capsys)

@@ -47,7 +47,8 @@ def mean_se(x, axis=0):
 
 # %%
 env = rc.Bandit(ARMS, n=RUNS)
-greedy = rc.run_bandit(env, rc.EpsilonGreedy(ARMS, RUNS, epsilon=0.0), STEPS, seed=SEED)
+greedy_agent = rc.EpsilonGreedy(ARMS, RUNS, epsilon=0.0)
+greedy = rc.run_bandit(env, greedy_agent, STEPS, seed=SEED)
 late = slice(STEPS - 100, STEPS)
 m, se = mean_se(greedy.optimal[late].mean(axis=0))
 print(f"greedy, last 100 steps: optimal arm pulled {100 * m:.1f}% +- {100 * se:.1f}% of the time")
@@ -55,20 +56,28 @@ tried = np.array([np.unique(greedy.actions[:, i]).size for i in range(RUNS)])
 found = (greedy.actions == env.optimal_arm).any(axis=0)
 kept = greedy.actions[-1] == env.optimal_arm
 print(f"arms greedy ever pulled: median {np.median(tried):.0f} of {ARMS} (range {tried.min()}-{tried.max()})")
-print(f"runs that pulled the optimal arm at least once: {100 * found.mean():.1f}%; "
-      f"of those, dropped it for good: {100 * (found & ~kept).sum() / found.sum():.1f}%")
+never, dropped = ~found, found & ~kept
+settled_Q = greedy_agent.Q[np.arange(RUNS), greedy.actions[-1]]  # estimate of the arm it ended on
+print(f"runs that never pulled the optimal arm: {100 * never.mean():.1f}%; in "
+      f"{100 * (settled_Q[never] > 0).mean():.1f}% of them the arm greedy ended on has an estimate "
+      f"above 0, the estimate every untried arm keeps")
+print(f"runs that pulled the optimal arm and then dropped it for good: {100 * dropped.mean():.1f}%")
 switched = (greedy.actions[200:] != greedy.actions[199]).any(axis=0)
 print(f"runs whose greedy arm changed at all after step 200: {100 * switched.mean():.1f}%")
+assert never.mean() > 5 * dropped.mean() and (settled_Q[never] > 0).mean() > 0.95
 
 # %% [markdown]
 # Greedy finds the optimal arm in only about a third of the problems (Sutton & Barto's figure
-# 2.2 shows the same). Look at why. Greedy *does* move on from an arm: it leaves one as soon as
-# that arm's average falls below another estimate, which is how it tries a few arms early on.
-# But an arm whose first rewards happened to be low gets an estimate below the others and is
-# never pulled again, so that estimate is never corrected: only pulling an arm produces data
-# about it. In the runs counted above the optimal arm itself was tried and dropped that way.
-# Within a couple of hundred steps the choice has frozen in almost every run, and more steps
-# do not help (you will see that over 5000 steps below).
+# 2.2 shows the same). Look at why, in the counts above. Most runs never pull the optimal arm
+# even once: every untried arm keeps its starting estimate of 0, and as soon as greedy pulls
+# an arm whose average is positive, that arm beats all the untried ones, for ever (its
+# average stays above 0 in nearly every such run, as printed). Greedy only moves on from an
+# arm when that arm's average falls below another estimate, which is how it tries a couple of
+# arms early on. A second, rarer way to fail: the optimal arm is tried, its first rewards
+# happen to be low, its estimate falls below the others, and it is never pulled again, so the
+# estimate is never corrected (only pulling an arm produces data about it). Within a couple of
+# hundred steps the choice has frozen in almost every run, and more steps do not help (you
+# will see that over 5000 steps below).
 
 # %% [markdown]
 # ## The idea
@@ -100,8 +109,13 @@ print(f"runs whose greedy arm changed at all after step 200: {100 * switched.mea
 # pulling the best arm, $L_T = \sum_{t=1}^{T} \big(\max_a q_*(a) - q_*(A_t)\big)$, computed
 # from the true means, so the reward noise does not enter it. A method that keeps exploring at
 # a fixed rate loses about the same amount every step: its regret grows *linearly* in $T$.
-# UCB's exploration fades as the estimates firm up; Auer et al. (2002) prove its regret grows
-# only *logarithmically*.
+# UCB's exploration fades as the estimates firm up. Auer et al. (2002) prove that for rewards
+# in $[0, 1]$ and the bonus $\sqrt{2 \ln t / N}$ its expected regret grows at most
+# *logarithmically* in $T$; the same holds, with other constants, for Gaussian-like
+# (1-sub-Gaussian) rewards such as this lesson's (Lattimore & Szepesvári, chapter 7), and Lai &
+# Robbins (1985) showed that no method can do better than logarithmic on every problem. These
+# are statements about long horizons: with gaps between arms as small as here, the log form
+# takes many thousands of steps to show (you will measure how far 5000 steps get).
 #
 # When the arms **drift** (their means change over time), an average over the whole past
 # goes stale. A constant step size $\alpha$, $Q \leftarrow Q + \alpha (r - Q)$, keeps moving
@@ -117,7 +131,7 @@ print(f"runs whose greedy arm changed at all after step 200: {100 * switched.mea
 #
 # **Step 1: the sample average.** One bandit: the estimates `Q [arms]` and counts `N [arms]`
 # after pulling `action` and receiving `reward`. Return new arrays (copy the inputs; the caller
-# may still need the old ones).
+# may still need the old ones, and the check fails an answer that changes them in place).
 
 # %% tags=["solution"]
 def my_sample_average_update(Q, N, action, reward):
@@ -153,7 +167,9 @@ assert rc.exercises.check("epsilon_greedy_actions", my_epsilon_greedy)
 
 # %% [markdown]
 # **Step 3: UCB scores** for `Q` and `N` of shape `[arms]` or `[n, arms]` at step `t`:
-# $Q + c\sqrt{\ln t / N}$, and $+\infty$ for arms with $N = 0$ (without dividing by zero).
+# $Q + c\sqrt{\ln t / N}$, and $+\infty$ for arms with $N = 0$ (without dividing by zero:
+# the check runs your function with numpy's division warnings turned into errors, and
+# includes the very first step, $t = 1$, where $\ln t / 0$ is $0/0$).
 
 # %% tags=["solution"]
 def my_ucb_scores(Q, N, t, c):
@@ -167,8 +183,9 @@ def my_ucb_scores(Q, N, t, c):
 assert rc.exercises.check("ucb_scores", my_ucb_scores)
 
 # %% [markdown]
-# **Step 4: the gradient-bandit update** of one bandit's preferences `H [arms]`. Compute the
-# softmax so that large preferences cannot overflow.
+# **Step 4: the gradient-bandit update** of one bandit's preferences `H [arms]`: return the
+# new preferences and leave `H` as it was. Compute the softmax so that large preferences
+# cannot overflow.
 
 # %% tags=["solution"]
 def my_gradient_bandit_update(H, action, reward, baseline, alpha):
@@ -212,9 +229,10 @@ print(inspect.getsource(rc.EpsilonGreedy._apply))
 # The invariants of these agents, asserted on the reference: the sample averages equal the
 # mean reward of each arm; UCB, and greedy with optimistic estimates, pull every arm exactly
 # once in their first 10 steps; the gradient bandit's preferences keep summing to zero (they
-# only move relative to each other); its baseline leaves the expected update unchanged, equal
-# to the gradient of the expected reward, and makes the agent blind to a constant added to
-# every reward; the regret that `run_bandit` records agrees with the environment's own count;
+# only move relative to each other); one update of the agent follows the formula; with or
+# without a baseline its expected update (computed exactly, from the agent's own updates)
+# equals the gradient of the expected reward, and the baseline makes the agent blind to a
+# constant added to every reward; the regret that `run_bandit` records agrees with the environment's own count;
 # and a run is determined by its seed.
 
 # %%
@@ -248,19 +266,32 @@ for _ in range(100):
 assert np.allclose(gradient.H.sum(axis=1), 0.0)
 print("gradient bandit: the preferences of every problem still sum to 0")
 
+# One update of the agent against the formula H + alpha (r - baseline) (1[a = A] - pi).
+before_H, before_pi = gradient.H[0].copy(), gradient.probs[0].copy()
+before_b = gradient.average_reward[0]  # the average of the rewards before this one
+pulled = np.zeros(50, dtype=int) + 3
+gradient.update(pulled, np.full(50, 2.0))
+by_formula = before_H + 0.1 * (2.0 - before_b) * (np.eye(ARMS)[3] - before_pi)
+assert np.allclose(gradient.H[0], by_formula)
+print("one update of rc.GradientBandit equals H + alpha (r - baseline) (1[a = A] - pi)")
+
 H, q = rng.normal(size=ARMS), rng.normal(size=ARMS)  # some preferences, some true means
 pi = np.exp(H - H.max()) / np.exp(H - H.max()).sum()
-step = np.eye(ARMS) - pi  # row A: the direction 1[a = A] - pi(a) after pulling arm A
-spread = {}
-for b in (0.0, 3.0):  # exact expectation over the arm drawn and its N(0, 1) noise, per unit alpha
-    expected_update = pi @ ((q - b)[:, None] * step)
-    second_moment = pi @ (((q - b) ** 2 + 1) * (step ** 2).sum(axis=1))
-    spread[b] = second_moment - expected_update @ expected_update  # total variance
-    print(f"baseline {b}: expected update {np.round(expected_update, 3) + 0.0}, "
-          f"total variance {spread[b]:.3f}")
-    assert np.allclose(expected_update, pi @ (q[:, None] * step))
-assert spread[3.0] > spread[0.0]
-print("the baseline leaves the expected update unchanged; it changes only its variance")
+
+
+def agent_update_moments(b):
+    """Mean and total variance of one update of rc.GradientBandit (per unit alpha) from H, with
+    baseline b, exactly: the arm A is drawn from pi and its reward is q[A] + noise. The update
+    is linear in the reward, so noise of +1 or -1 with equal chance (mean 0, variance 1, like
+    N(0, 1)) gives the exact first and second moments: one agent copy per (arm, sign)."""
+    agent = rc.GradientBandit(ARMS, n=2 * ARMS, alpha=1.0)
+    agent.H[:] = H
+    agent.t, agent.average_reward[:] = 1, b  # as if one reward had set the baseline to b
+    arms = np.tile(np.arange(ARMS), 2)
+    agent.update(arms, q[arms] + np.repeat([1.0, -1.0], ARMS))
+    updates, weight = agent.H - H, np.tile(pi, 2) / 2  # [2 * ARMS, ARMS], and their probabilities
+    mean = weight @ updates
+    return mean, weight @ (updates ** 2).sum(axis=1) - mean @ mean
 
 
 def policy_value(H):
@@ -271,8 +302,15 @@ def policy_value(H):
 
 numerical = np.array([(policy_value(H + 1e-6 * e) - policy_value(H - 1e-6 * e)) / 2e-6
                       for e in np.eye(ARMS)])
-assert np.allclose(pi @ (q[:, None] * step), numerical, atol=1e-8)
-print("and it equals the gradient of the expected reward, dJ/dH (central differences)")
+spread = {}
+for b in (0.0, 3.0):
+    expected_update, spread[b] = agent_update_moments(b)
+    print(f"baseline {b}: the agent's expected update {np.round(expected_update, 3) + 0.0}, "
+          f"total variance {spread[b]:.3f}")
+    assert np.allclose(expected_update, numerical, atol=1e-8)
+assert spread[3.0] > spread[0.0]
+print("with either baseline the agent's expected update is the gradient dJ/dH (central "
+      "differences); the baseline changes only its variance")
 
 plain = rc.run_bandit(rc.Bandit(ARMS, n=200), rc.GradientBandit(ARMS, 200), 300, seed=5)
 shifted = rc.run_bandit(rc.Bandit(ARMS, n=200, mean=4.0), rc.GradientBandit(ARMS, 200), 300, seed=5)
@@ -506,8 +544,43 @@ plt.show()
 # best arm it loses $\varepsilon$ times the average gap on every step, which is what it loses
 # over the last 1000 steps; its growth exponent, still below 1 here, climbs towards 1. With
 # $\varepsilon = 0.01$ that linear phase starts later and at a tenth of the rate. UCB's regret
-# bends over: its exponent over the last decade is far below 1, the slow growth the theory
-# promises.
+# bends over: its exponent over the last decade is far below 1, so over this horizon its
+# regret is *sublinear*, far below greedy's and $\varepsilon$-greedy's.
+#
+# Is it already the *logarithmic* growth of the theory? A log law, $a + b \ln t$, gains the
+# same amount each time $t$ doubles, and on an axis of $\ln t$ it is a straight line. Count
+# UCB's gain per doubling, and draw its regret against $\ln t$:
+
+# %%
+ucb_total = long["UCB c = 2"].regret.cumsum(axis=0)  # [steps, runs]
+doubling = [625, 1250, 2500, 5000]
+gains = [mean_se(ucb_total[b - 1] - ucb_total[a - 1]) for a, b in zip(doubling, doubling[1:])]
+print("UCB's regret gained per doubling of t (mean +- SE over 300 runs):")
+for (a, b), (m, se) in zip(zip(doubling, doubling[1:]), gains):
+    print(f"  t = {a:4d} -> {b:4d}: {m:5.1f} +- {se:.1f}")
+growth, growth_se = mean_se((ucb_total[4999] - ucb_total[2499]) - (ucb_total[1249] - ucb_total[624]))
+print(f"last doubling's gain minus the first's, paired over the runs: {growth:+.1f} +- {growth_se:.1f}")
+assert growth > 2 * growth_se
+
+# %%
+mean, se = mean_se(ucb_total, axis=1)
+fit = slice(99, 1000)  # a log law fitted to steps 100-1000, then extended
+b_log, a_log = np.polyfit(np.log(steps[fit]), mean[fit], 1)
+fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
+ax.semilogx(steps, mean, lw=1.2, label="UCB c = 2, mean of 300 runs")
+ax.fill_between(steps, mean - 2 * se, mean + 2 * se, alpha=0.25, label="+- 2 SE")
+ax.semilogx(steps[99:], a_log + b_log * np.log(steps[99:]), "k--", lw=0.8,
+            label="a + b ln t fitted to steps 100-1000, extended")
+ax.set(xlabel="step t (log scale)", ylabel="cumulative regret",
+       title="Against ln t, UCB's regret still curves upwards at 5000 steps: not yet logarithmic")
+ax.legend(loc="upper left")
+plt.show()
+
+# %% [markdown]
+# The gain per doubling still grows (printed above, with the paired difference), and the
+# regret climbs above the log law fitted to the first thousand steps: over 5000 steps UCB is
+# sublinear, but not yet in its logarithmic regime. The logarithmic bound is the *asymptotic* guarantee; how soon it shows
+# depends on the gaps between the arms' means, which here are small.
 #
 # **Arms that drift.** Now make the problems non-stationary: after every step each arm's mean
 # takes a random-walk step of size $N(0, 0.01^2)$ (`rc.Bandit(..., drift=0.01)`, Sutton &
@@ -546,7 +619,34 @@ plt.show()
 # thousand steps the estimates stop following the arms. A constant step keeps weighting the
 # recent rewards, so the estimates track the drift. The price, on a stationary problem: a
 # constant step never settles, since every new reward still moves the estimate by $\alpha$
-# times its surprise, noise included.
+# times its surprise, noise included. On the stationary testbed, after 1000 steps of
+# $\varepsilon = 0.1$, here is how far the estimate of each run's most-pulled arm is from that
+# arm's true mean (500 problems, hundreds of pulls of that arm in each). For an arm pulled on
+# every step, with reward noise of variance 1, a constant step $\alpha$ leaves an error of
+# standard deviation $\sqrt{\alpha / (2 - \alpha)}$ however long it runs, while the sample
+# average's shrinks like $1/\sqrt{N}$.
+
+# %%
+settle_env = rc.Bandit(ARMS, n=500)
+settle = {"sample average (1/N)": rc.EpsilonGreedy(ARMS, 500, 0.1),
+          "constant step 0.1": rc.EpsilonGreedy(ARMS, 500, 0.1, step_size=0.1)}
+rms = {}
+for name, agent in settle.items():
+    pulled = rc.run_bandit(settle_env, agent, STEPS, seed=SEED + 3).actions
+    most = np.array([np.bincount(pulled[:, i], minlength=ARMS).argmax() for i in range(500)])
+    error = agent.Q[np.arange(500), most] - settle_env.means[np.arange(500), most]
+    rms[name] = np.sqrt(np.mean(error ** 2))
+    print(f"{name:21s} RMS error of the most-pulled arm's estimate after {STEPS} steps: "
+          f"{rms[name]:.3f}")
+floor = np.sqrt(0.1 / 1.9)
+print(f"sqrt(alpha / (2 - alpha)) for alpha = 0.1: {floor:.3f}")
+assert rms["constant step 0.1"] > 3 * rms["sample average (1/N)"]
+assert floor / 2 < rms["constant step 0.1"] < 2 * floor
+
+# %% [markdown]
+# The constant step's error stays of the order of that floor (above it here: the arm is not
+# pulled on every step, and which arm ends up most pulled depends on its noisy estimate), and
+# several times the sample average's: on a stationary problem $1/N$ is the better choice.
 
 # %% [markdown]
 # ## Pitfalls
@@ -575,7 +675,7 @@ plt.show()
 #    Sutton & Barto's exercise 2.7 fixes it: keep a trace $o$ per arm, starting at 0, and on
 #    each pull of the arm set $o \leftarrow o + \alpha(1 - o)$, then step by
 #    $\beta = \alpha / o$. Write `unbiased_step_update(Q, trace, action, reward, alpha)`
-#    returning the new `(Q, trace)` for one bandit.
+#    returning the new `(Q, trace)` for one bandit (new arrays; leave the inputs unchanged).
 # 3. **Hard: Thompson sampling.** A Bayesian explores by *sampling*: keep a posterior over each
 #    arm's mean, draw one value from each, pull the arm whose draw is highest. With rewards
 #    $N(q, 1)$ and a prior $q \sim N(m_0, v_0)$, the posterior after $N$ pulls with reward sum
@@ -627,7 +727,7 @@ assert rc.exercises.check("thompson_actions", thompson_actions)
 # | UCB | "upper confidence bound" | pull the arm maximising $Q(a) + c\sqrt{\ln t / N(a)}$; untried arms first |
 # | gradient bandit | "softmax bandit" | stochastic gradient ascent on expected reward over softmax preferences |
 # | baseline | "subtract the average" | a reference reward subtracted in the update; leaves the expected gradient unchanged and makes the agent blind to a constant shift of the rewards |
-# | regret | "how much you lost" | $\sum_t \big(\max_a q_*(a) - q_*(A_t)\big)$: expected reward forgone by not always pulling the best arm; linear in $t$ for a fixed $\varepsilon$, logarithmic for UCB |
+# | regret | "how much you lost" | $\sum_t \big(\max_a q_*(a) - q_*(A_t)\big)$: expected reward forgone by not always pulling the best arm; linear in $t$ for a fixed $\varepsilon$; for UCB sublinear over this lesson's 5000 steps and logarithmic asymptotically (the bound of Auer et al.; Lai & Robbins' lower bound says no method beats log on every problem) |
 # | stationary | "the arms don't change" | the $q_*(a)$ stay fixed; when they drift, use a constant step size |
 # | Thompson sampling | "probability matching" | pull each arm with the posterior probability that it is the best, by sampling one value per arm from the posterior |
 #
@@ -638,8 +738,11 @@ assert rc.exercises.check("thompson_actions", thompson_actions)
 #   the derivation that the gradient bandit is stochastic gradient ascent, and the parameter
 #   study (figure 2.6) that compares the methods at their best settings.
 # - Auer, Cesa-Bianchi & Fischer (2002), *Finite-time analysis of the multiarmed bandit
-#   problem*, Machine Learning 47: UCB1 and the proof that its regret grows only
-#   logarithmically in $t$.
+#   problem*, Machine Learning 47: UCB1 and the proof that, for rewards in $[0, 1]$, its
+#   regret grows at most logarithmically in $t$.
+# - Lai & Robbins (1985), *Asymptotically efficient adaptive allocation rules*, Advances in
+#   Applied Mathematics 6: the lower bound, regret of order $\log t$ at least, that makes
+#   logarithmic the target.
 # - Russo, Van Roy, Kazerouni, Osband & Wen (2018), *A Tutorial on Thompson Sampling*,
 #   Foundations and Trends in ML: the posterior-sampling idea of exercise 3, and where it
 #   beats UCB.

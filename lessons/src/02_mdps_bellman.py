@@ -213,7 +213,10 @@ assert rc.exercises.check("q_from_v", my_q_from_v)
 
 # %% [markdown]
 # The reference holds the same steps; `rc.policy_dynamics` validates its input and calls this
-# core, and `rc.policy_evaluation_exact` solves the system with it:
+# core, and `rc.policy_evaluation_exact` solves the system with it. One difference in the
+# arguments: the core takes `r [S, A]`, the expected reward of each state and action,
+# $r(s, a) = \sum_{s'} P(s'|s,a) R(s,a,s')$, which the reference computes once, when it
+# checks the model, instead of your step 2's `R [S, A, S']`:
 
 # %%
 print(inspect.getsource(rc.tabular.dp._policy_dynamics))
@@ -450,13 +453,18 @@ plt.show()
 #    stochastic policy `[S, A]` (0 at terminal states). Hint: it is a value function.
 # 2. **Medium: $Q^\pi$ directly.** The lesson found $Q^\pi$ from $V^\pi$. Write
 #    `q_evaluation(P, R, policy, gamma, terminal)` that solves for $Q^\pi$ `[S, A]` as one
-#    linear system over state-action pairs, without computing $V^\pi$ first.
+#    linear system over state-action pairs, without computing $V^\pi$ first (the checker
+#    refuses an answer that calls `rc.policy_evaluation_exact`, `rc.policy_evaluation`,
+#    `rc.policy_dynamics` or `rc.q_from_v`).
 # 3. **Hard: where does the time go?** The discounted occupancy of a policy from a start
 #    distribution $\mu$ is $d(s) = \sum_{t \ge 0} \gamma^t \Pr(s_t = s)$ (not normalised; no
 #    time is spent in terminal states). Write `discounted_occupancy(P, policy, terminal, start,
-#    gamma)`. Then convince yourself that $\mu \cdot V^\pi = d \cdot r_\pi$: the value of the
-#    start is the reward rate weighted by where the time goes (lesson 08's policy gradient
-#    leans on this).
+#    gamma)`. Then check that $\mu \cdot V^\pi = d \cdot r_\pi$: the value of the start is
+#    the reward per step weighted by where the time goes (lesson 08's policy gradient leans on
+#    this). Write `start_value_from_occupancy(P, R, policy, terminal, start, gamma)` returning
+#    $\mu \cdot V^\pi$ computed as $d \cdot r_\pi$ from your occupancy; the checker compares
+#    it with $\mu \cdot V^\pi$ solved the lesson's way, and refuses an answer that computes
+#    $V^\pi$.
 # 4. **Explain why**: every value map above shows $V(G) = 0$, although entering the goal pays
 #    +1. Which is the reason? (a) a bug: the goal should be worth +1; (b) the +1 is paid by the
 #    transition *into* G and counted in the values of the states before it, and $V(s)$ is what
@@ -495,6 +503,15 @@ def discounted_occupancy(P, policy, terminal, start, gamma):
 
 # %%
 assert rc.exercises.check("discounted_occupancy", discounted_occupancy)
+
+# %% tags=["solution"]
+def start_value_from_occupancy(P, R, policy, terminal, start, gamma):
+    _, r_pi = rc.policy_dynamics(P, R, policy, terminal)
+    return float(discounted_occupancy(P, policy, terminal, start, gamma) @ r_pi)
+
+
+# %%
+assert rc.exercises.check("start_value_from_occupancy", start_value_from_occupancy)
 
 # %% tags=["solution"]
 goal_value_answer = "b"

@@ -3,6 +3,9 @@ equations; dynamic programming. Each lesson's Build-it steps come first, then it
 
 from __future__ import annotations
 
+import sys
+import time
+
 import numpy as np
 
 from ...envs.gridworld import FrozenLake, GridWorld
@@ -11,6 +14,7 @@ from ...tabular.dp import (
     bellman_optimality_backup,
     greedy,
     policy_dynamics,
+    policy_evaluation,
     policy_evaluation_exact,
     q_from_v,
     value_iteration,
@@ -68,6 +72,27 @@ def _first_match(got, variants) -> str | None:
     return None
 
 
+class InPlaceUpdate(Exception):
+    """An answer wrote into the arrays it was given instead of returning new ones."""
+
+
+def _keeping_inputs(*names):
+    """A ``call`` that runs the function on the case's arrays and refuses an answer that changed
+    any of them in place (the caller may still need the old estimates)."""
+    def call(fn, *args, **kwargs):
+        before = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
+        out = fn(*args, **kwargs)
+        changed = [name for name, a, b in zip(names, args, before)
+                   if b is not None and not np.array_equal(a, b, equal_nan=True)]
+        if changed:
+            raise InPlaceUpdate(
+                f"you changed the caller's {' and '.join(changed)} in place: copy the inputs "
+                f"(np.array(x, dtype=float)) and update the copies, since the caller may still "
+                f"need the old values")
+        return out
+    return call
+
+
 # ================================================================ lesson 01: bandits
 # ------------------------------------------------------------------ sample_average_update
 
@@ -118,7 +143,7 @@ def _sample_average_explain(case, got, expected):
 
 register(
     "sample_average_update", _sample_average_reference, _sample_average_cases,
-    explain=_sample_average_explain,
+    explain=_sample_average_explain, call=_keeping_inputs("Q", "N"),
     hint="the mean of n numbers follows from the mean of the first n - 1 and the new one; "
          "which count is n here?",
 )
@@ -246,7 +271,29 @@ def _ucb_cases():
                                       np.array([[3, 1], [2, 2]]), 5, 1.0)),
         Case("step 100, c = 0.5", (np.array([1.0, 0.9, 0.2, 0.7]), np.array([60, 25, 5, 10]), 100,
                                    0.5)),
+        Case("the very first step: t = 1, no arm tried", (np.zeros(4), np.zeros(4, dtype=int), 1,
+                                                          2.0)),
+        Case("a batch at t = 3, some arms untried", (np.array([[0.4, 0.0, 0.0], [0.0, -0.2, 0.0]]),
+                                                     np.array([[2, 0, 0], [0, 1, 0]]), 3, 2.0)),
     ]
+
+
+def _ucb_call(fn, Q, N, t, c):
+    """Grade under np.errstate(divide='raise', invalid='raise'): the bonus of an untried arm is
+    never computed by dividing by N = 0 (at t = 1 that is 0 / 0 = NaN)."""
+    with np.errstate(divide="raise", invalid="raise"):
+        return fn(Q, N, t, c)
+
+
+_DIVIDED_BY_ZERO = ("you divided by N = 0 for the untried arms (ln t / 0 is inf, and at t = 1 it "
+                    "is 0 / 0 = NaN): compute the bonus only where N > 0, e.g. divide by "
+                    "np.where(N > 0, N, 1), and give the untried arms +inf with np.where")
+
+
+def _ucb_explain_error(case, err):
+    if isinstance(err, (FloatingPointError, ZeroDivisionError)):
+        return _DIVIDED_BY_ZERO
+    return None
 
 
 def _ucb_explain(case, got, expected):
@@ -258,6 +305,8 @@ def _ucb_explain(case, got, expected):
     if got.shape != expected.shape:
         return None
     untried = N == 0
+    if untried.any() and np.isnan(got[untried]).any():
+        return _DIVIDED_BY_ZERO
     if untried.any() and not np.all(got[untried] == np.inf):
         return ("an untried arm must score +inf: its uncertainty is unbounded, so UCB pulls every "
                 "arm once before pulling any arm twice")
@@ -288,7 +337,8 @@ def _ucb_explain(case, got, expected):
 
 
 register(
-    "ucb_scores", ucb_scores, _ucb_cases, explain=_ucb_explain,
+    "ucb_scores", ucb_scores, _ucb_cases, explain=_ucb_explain, call=_ucb_call,
+    explain_error=_ucb_explain_error,
     hint="the bonus shrinks with the arm's pulls and grows slowly with time; an arm never pulled "
          "must win outright",
 )
@@ -354,7 +404,7 @@ def _gradient_bandit_explain(case, got, expected):
 
 register(
     "gradient_bandit_update", _gradient_bandit_reference, _gradient_bandit_cases,
-    explain=_gradient_bandit_explain,
+    explain=_gradient_bandit_explain, call=_keeping_inputs("H"),
     hint="every arm moves: up for the pulled arm and down for the others when the reward beats "
          "the baseline; compute the softmax so that large preferences cannot overflow",
 )
@@ -506,7 +556,7 @@ def _unbiased_step_explain(case, got, expected):
 
 register(
     "unbiased_step_update", _unbiased_step_reference, _unbiased_step_cases,
-    explain=_unbiased_step_explain,
+    explain=_unbiased_step_explain, call=_keeping_inputs("Q", "trace"),
     hint="the trace o starts at 0 and creeps towards 1; the step alpha / o is 1 on the first "
          "pull (so Q_1 is forgotten at once) and tends to alpha",
 )
@@ -998,6 +1048,8 @@ def _q_with_next_action_at(P, R, policy, gamma, terminal):
 register(
     "q_evaluation", _q_evaluation_reference, _q_evaluation_cases,
     explain=_q_evaluation_explain,
+    # "without computing V first": the answer solves over (s, a) pairs itself
+    forbid=(policy_evaluation_exact, policy_evaluation, policy_dynamics, q_from_v),
     hint="treat each (state, action) pair as a state of its own: it pays its expected reward, "
          "then moves to (s', a') with P(s'|s, a) pi(a'|s'); the system has S*A unknowns",
 )
@@ -1054,6 +1106,50 @@ register(
     explain=_occupancy_explain,
     hint="sum over t of gamma^t times the distribution of s_t; that distribution evolves by "
          "one step of P_pi each time, and the sum has a closed form like V's",
+)
+
+# ------------------------------------------------------------- start_value_from_occupancy
+
+
+def _start_value_reference(P, R, policy, terminal, start, gamma):
+    return float(np.asarray(start) @ policy_evaluation_exact(P, R, policy, gamma, terminal))
+
+
+def _start_value_cases():
+    return [Case(c.label, (c.args[0], _occupancy_rewards(c), *c.args[1:])) for c in
+            _occupancy_cases()]
+
+
+def _occupancy_rewards(case):
+    """The reward table that goes with each occupancy case's model."""
+    P = case.args[0]
+    if P.shape[0] == 3:
+        return _three_state_mdp()[1]
+    return (FrozenLake("4x4") if P.shape[0] == 16 else _maze()).R
+
+
+def _start_value_explain(case, got, expected):
+    P, R, policy, terminal, start, gamma = case.args
+    if np.ndim(got) != 0:
+        return "return one number: the expected discounted return from the start distribution"
+    d = _occupancy_reference(P, policy, terminal, start, gamma)
+    r_full = np.einsum("sat,sat->sa", P, R)
+    variants = [
+        ("weight the occupancy by r_pi(s) = sum_a pi(a|s) sum_s' P R, the expected reward of "
+         "a step from s; not by the reward of one action", float(d @ (r_full[:, 0] * ~terminal))),
+        ("that is (1 - gamma) d . r_pi: the plain occupancy needs no normalisation here",
+         float((1 - gamma) * d @ ((policy * r_full).sum(axis=1) * ~terminal))),
+    ]
+    return _first_match(np.atleast_1d(float(got)), [(m, np.atleast_1d(v)) for m, v in variants])
+
+
+register(
+    "start_value_from_occupancy", _start_value_reference, _start_value_cases,
+    compare=lambda got, expected: _scalar_compare(got, expected), explain=_start_value_explain,
+    # the point is the identity: the start's value comes from the occupancy, not from V
+    forbid=(policy_evaluation_exact, policy_evaluation, q_from_v),
+    hint="the start's value is the expected reward per step, weighted by how much discounted "
+         "time the policy spends in each state",
 )
 
 # ------------------------------------------------------------------ goal_value_question
@@ -1175,8 +1271,10 @@ def _bellman_backup_explain(case, got, expected):
 
 register(
     "bellman_backup", bellman_optimality_backup, _bellman_backup_cases,
-    explain=_bellman_backup_explain,
-    hint="lesson 02's action values, then keep the best action's; terminal states stay at 0",
+    explain=_bellman_backup_explain, forbid=(q_from_v,),
+    hint="write the action values from P, R and V yourself (expected reward plus gamma times the "
+         "next value, read as 0 at terminal states), then keep the best action's; terminal "
+         "states stay at 0",
 )
 
 # --------------------------------------------------------------------------- greedy_policy
@@ -1230,6 +1328,7 @@ def _greedy_explain(case, got, expected):
 
 register(
     "greedy_policy", _greedy_ref, _greedy_cases, compare=_greedy_cmp, explain=_greedy_explain,
+    forbid=(q_from_v,),
     hint="score every action through the model (the slips included), then pick the best",
 )
 
@@ -1299,9 +1398,58 @@ def _policy_iteration_explain(case, got, expected):
     return None
 
 
+def _policy_iteration_cases():
+    big = FrozenLake("8x8")
+    # at these discounts several actions tie up to rounding noise on the 8x8 lake: a policy
+    # iteration that switches on any difference (plain np.argmax) cycles between them
+    return _optimal_pair_cases() + [
+        Case(f"FrozenLake 8x8, gamma {gamma} (tied actions)", (*_model(big), gamma, big.terminal))
+        for gamma in (0.95, 0.99)]
+
+
+class TimeLimit(Exception):
+    """An answer ran past the exercise's time limit (it does not stop)."""
+
+
+# seconds one case of policy iteration may take; a right answer needs well under 1 s
+POLICY_ITERATION_SECONDS = 5.0
+
+
+def _within_time_limit(fn, *args, **kwargs):
+    """Run an answer with a wall-clock limit, so that a loop that never ends fails the case
+    instead of hanging the notebook. Works by a line tracer (any platform, any thread); the
+    reference runs untraced."""
+    if fn is _optimal_pair_reference:
+        return fn(*args, **kwargs)
+    limit = POLICY_ITERATION_SECONDS
+    deadline = time.perf_counter() + limit
+
+    def tracer(frame, event, arg):
+        if time.perf_counter() > deadline:
+            raise TimeLimit(f"still running after {limit:g} s")
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.settrace(previous)
+
+
+def _policy_iteration_explain_error(case, err):
+    if isinstance(err, TimeLimit):
+        return ("your policy iteration does not stop: its policy keeps flipping between actions "
+                "whose values are tied up to rounding noise (np.argmax picks whichever is "
+                "larger by 1e-16 this time). Change a state's action only when another is better "
+                "by more than 1e-9, and stop when no action changes")
+    return None
+
+
 register(
-    "policy_iteration", _optimal_pair_reference, _optimal_pair_cases,
+    "policy_iteration", _optimal_pair_reference, _policy_iteration_cases,
     compare=_optimal_pair_compare, explain=_policy_iteration_explain,
+    call=_within_time_limit, explain_error=_policy_iteration_explain_error,
     hint="evaluate exactly (lesson 02), improve greedily, and stop when the policy is stable; "
          "switch an action only when another is better by more than rounding noise",
 )
@@ -1434,19 +1582,20 @@ register(
 
 
 def _mpi_reference(P, R, gamma, terminal, k, rounds, improve_first=True, extra=0,
-                   max_inside=False, restart=False):
+                   max_inside=False, restart=False, plain_argmax=False, sweep_by_q=False):
     r = np.einsum("sat,sat->sa", P, R) * ~np.asarray(terminal)[:, None]
     live_P = P * ~np.asarray(terminal)[None, None, :]
     V = np.zeros(P.shape[0])
     policy = np.zeros(P.shape[0], dtype=int)
     for _ in range(rounds):
         if improve_first:
-            policy = greedy(q_from_v(P, R, V, gamma, terminal))
+            Q = q_from_v(P, R, V, gamma, terminal)
+            policy = np.argmax(Q, axis=1) if plain_argmax else greedy(Q)
         if restart:
             V = np.zeros_like(V)
         rows = np.arange(P.shape[0])
         for _ in range(k + extra):
-            Q = r + gamma * live_P @ V
+            Q = q_from_v(P, R, V, gamma, terminal) if sweep_by_q else r + gamma * live_P @ V
             V = Q.max(axis=1) if max_inside else Q[rows, policy]
         if not improve_first:
             policy = greedy(q_from_v(P, R, V, gamma, terminal))
@@ -1477,14 +1626,89 @@ def _mpi_explain(case, got, expected):
          _mpi_reference(*case.args, max_inside=True)),
         ("each round's sweeps start from the current V, not from 0 (that is what makes a few "
          "sweeps enough)", _mpi_reference(*case.args, restart=True)),
+        ("ties: you improved with np.argmax, which picks whichever of two tied actions is larger "
+         "by rounding noise; after a few rounds that changes V. Improve with rc.greedy, which "
+         "treats values within 1e-9 as tied and takes the lowest index, as the reference does",
+         _mpi_reference(*case.args, plain_argmax=True)),
     ]
-    return _first_match(got, variants)
+    message = _first_match(got, variants)
+    if message:
+        return message
+    # np.argmax follows rounding noise, so the same answer computed another way breaks the
+    # near-ties differently: try the usual way of writing the sweep too
+    return _first_match(got, [(variants[-1][0], _mpi_reference(*case.args, plain_argmax=True,
+                                                                sweep_by_q=True))])
 
 
 register(
     "modified_policy_iteration", _mpi_reference, _mpi_cases, explain=_mpi_explain,
     hint="policy iteration whose evaluation is cut short: a few sweeps of the fixed policy, "
-         "carried over from round to round",
+         "carried over from round to round; improve with rc.greedy so ties go the same way",
+)
+
+# ------------------------------------------------------------------ questions of exercise 1, 2
+
+
+def _in_place_saving_reference():
+    big = FrozenLake("8x8")
+    synchronous = len(value_iteration(big.P, big.R, 0.99, big.terminal, return_history=True)[2])
+    return synchronous - _in_place_reference(big.P, big.R, 0.99, big.terminal)[1]
+
+
+def _count_compare(got, expected):
+    if got is None:
+        return "not answered yet: set the answer to a whole number"
+    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        return f"answer with a whole number of sweeps, got {got!r}"
+    return None if int(got) == int(expected) else f"not {int(got)}"
+
+
+def _in_place_saving_explain(case, got, expected):
+    if isinstance(got, (int, np.integer)) and int(got) == -int(expected):
+        return "the other way round: synchronous sweeps minus in-place sweeps (a positive number)"
+    return None
+
+
+register(
+    "in_place_saving_question", _in_place_saving_reference,
+    [Case("FrozenLake 8x8, gamma 0.99: how many fewer sweeps in place?")],
+    compare=_count_compare, explain=_in_place_saving_explain,
+    hint="count both: the reference's history has one entry per synchronous sweep, and your "
+         "function returns its own count",
+)
+
+_K1_CHOICES = {
+    "a": "policy iteration: the policy is evaluated exactly each round",
+    "b": ("value iteration: one sweep of the greedy policy of V is max_a Q(V), the optimality "
+          "backup, so n rounds are n sweeps of value iteration"),
+    "c": "policy evaluation of the starting policy, which is never improved",
+    "d": "nothing that converges: one sweep is too little to evaluate a policy",
+}
+
+
+def _k1_compare(got, expected):
+    if got is None:
+        return "not answered yet: set the answer to one letter"
+    if not isinstance(got, str) or got.strip().lower() not in _K1_CHOICES:
+        return f"answer with one of the letters {', '.join(_K1_CHOICES)}, got {got!r}"
+    return None if got.strip().lower() == expected else "not that one"
+
+
+def _k1_explain(case, got, expected):
+    why = {
+        "a": ("no: with k = 1 the policy is evaluated by a single sweep, far from exactly; "
+              "policy iteration is the other end, k -> infinity"),
+        "c": "no: every round starts by improving, taking the greedy policy of the current V",
+        "d": ("no: improving then sweeping once is exactly the optimality backup, which "
+              "converges (it is a gamma-contraction)"),
+    }
+    return why.get(str(got).strip().lower()) if isinstance(got, str) else None
+
+
+register(
+    "mpi_k1_question", lambda: "b", [Case("modified policy iteration with k = 1 is ...")],
+    compare=_k1_compare, explain=_k1_explain,
+    hint="write out one round with k = 1: improve (greedy of V), then one sweep of that policy",
 )
 
 # --------------------------------------------------------------------------- finite_horizon
