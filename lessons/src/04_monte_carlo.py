@@ -159,8 +159,9 @@ assert rc.exercises.check("first_visit_update", my_first_visit_update)
 # repeat. Episode $k$ explores with `epsilons[k]`, so a schedule is just an array. The checker
 # replays your run exactly, so draw the random numbers as the docstring says: `rc.epsilon_greedy`
 # uses two uniforms per choice and breaks ties among equal values at random. Time limits are out
-# of scope here: every episode in this lesson's control runs (and in the checker's cases) ends in
-# a terminal state, so the return after the last step is 0.
+# of scope here: every episode of this lesson's control runs (asserted in *Use it*) and of the
+# checker's cases (asserted in the tests) ends in a terminal state, so the return after the last
+# step is 0.
 
 # %% tags=["solution"]
 def my_mc_control(env, episodes, gamma, epsilons, seed):
@@ -412,6 +413,9 @@ for name in schedules:
           f"{np.median(b):17.3f} ({b.min():.3f}-{b.max():.3f})")
 
 # %%
+longest = max(int(run.episode_lengths.max()) for runs_ in lake_runs.values() for run in runs_)
+print(f"longest episode of the 20 runs: {longest} steps (time limit {lake.max_steps}: never cut)")
+assert longest < lake.max_steps  # step 3 may ignore time limits (see Build it)
 assert (greedy_value["constant 0.1"] > 0.999).sum() >= 8  # the greedy policy is optimal
 assert np.abs(running_value["constant 0.1"] - v_soft[0] / v_star[0]).max() < 0.03
 
