@@ -103,6 +103,24 @@ def test_first_visit_update_asks_for_both_tables(capsys):
                     "nothing changed")
 
 
+def first_visit_in_place(table, counts, keys, rewards, gamma):
+    """Right numbers, but written into the caller's arrays (review F4)."""
+    G = rc.mc_returns(rewards, gamma)
+    seen = set()
+    for key, g in zip(keys, G):
+        key = tuple(int(k) for k in key) if np.ndim(key) else int(key)
+        if key not in seen:
+            seen.add(key)
+            counts[key] += 1
+            table[key] += (g - table[key]) / counts[key]
+    return table, counts
+
+
+def test_first_visit_update_rejects_an_answer_that_changes_the_callers_tables(capsys):
+    assert_rejected("first_visit_update", first_visit_in_place, capsys,
+                    "you changed the caller's table and counts in place", every_case=True)
+
+
 # ------------------------------------------------------------------ mc_control (the loop)
 
 
@@ -183,9 +201,10 @@ def test_constant_alpha_weights_rejects(wrong, diagnosis, capsys):
 
 
 def student_is(episodes, target, behaviour, S, gamma, weighted, *, ratio="from t", swap=False,
-               no_ratio=False, nan=False):
+               no_ratio=False, nan=False, first_visit=False):
     total, weights, visits = np.zeros(S), np.zeros(S), np.zeros(S)
     for ep in episodes:
+        seen = set()
         s, a = ep.states[:-1], ep.actions
         with np.errstate(divide="ignore", invalid="ignore"):  # as in a notebook: a warning
             per_step = behaviour[s, a] / target[s, a] if ratio == "inverted" else \
@@ -200,6 +219,9 @@ def student_is(episodes, target, behaviour, S, gamma, weighted, *, ratio="from t
         G = rc.mc_returns(ep.rewards, gamma)
         with np.errstate(invalid="ignore"):
             for t in range(len(G)):
+                if first_visit and int(s[t]) in seen:
+                    continue
+                seen.add(int(s[t]))
                 total[s[t]] += rho[t] * G[t]
                 weights[s[t]] += rho[t]
                 visits[s[t]] += 1
@@ -218,6 +240,7 @@ def student_is(episodes, target, behaviour, S, gamma, weighted, *, ratio="from t
     ({"swap": True}, "that is the other estimator"),
     ({"no_ratio": True}, "without any ratio"),
     ({"nan": True}, "NaN"),
+    ({"first_visit": True}, "every-visit IS"),
 ])
 def test_importance_sampling_mc_rejects(kwargs, diagnosis, capsys):
     assert_rejected("importance_sampling_mc", lambda *a: student_is(*a, **kwargs), capsys,
@@ -254,12 +277,35 @@ def test_off_policy_mc_control_rejects(bug, diagnosis, capsys):
                     diagnosis)
 
 
-def test_why_behaviour_earns_less_explains_each_wrong_letter(capsys):
-    for letter, why in [("a", "greedy policy is optimal"), ("c", "scatter around"),
-                        ("d", "gamma is the same")]:
-        assert_rejected("why_behaviour_earns_less", lambda letter=letter: letter, capsys, why)
-    assert_rejected("why_behaviour_earns_less", lambda: "e", capsys, "answer with one letter")
-    assert exercises.check("why_behaviour_earns_less", lambda: " B ", verbose=False)
+def test_where_exploring_loses_explains_each_wrong_letter(capsys):
+    for letter, why in [("a", "its greedy part is already the best"),
+                        ("c", "the holes take 0.104 and discounting the later arrival 0.021"),
+                        ("d", "nothing is estimated")]:
+        assert_rejected("where_exploring_loses", lambda letter=letter: letter, capsys, why)
+    assert_rejected("where_exploring_loses", lambda: "e", capsys, "answer with one letter")
+    assert exercises.check("where_exploring_loses", lambda: " B ", verbose=False)
+
+
+def test_the_holes_cost_exploring_more_than_the_detours():
+    """The numbers behind (b) and the explanation of (c), computed independently: the best
+    epsilon-soft policy's value / V*, its chance of reaching the goal (by simulation), and
+    the split of the loss."""
+    kept, reach, kept_if_reached = bank.lake_exploring_loss()
+    assert kept == pytest.approx(reach * kept_if_reached)
+    assert 1 - reach > 3 * (reach - kept)  # the holes cost over three times what delay does
+    lake = rc.FrozenLake(is_slippery=False)
+    P, R, T = lake.P, lake.R, lake.terminal
+    v_star = rc.value_iteration(P, R, 0.95, T)[0]
+    P_eps = 0.9 * P + 0.1 * P.mean(axis=1, keepdims=True)
+    r = (P * R).sum(axis=2)
+    r_eps = np.repeat((0.9 * r + 0.1 * r.mean(axis=1, keepdims=True))[:, :, None], 16, axis=2)
+    pi = rc.value_iteration(P_eps, r_eps, 0.95, T)[1]
+    probs = rc.epsilon_greedy_probs(np.eye(4)[pi], 0.1)
+    assert kept == pytest.approx(rc.policy_evaluation(P, R, probs, 0.95, T)[0] / v_star[0])
+    episodes = rc.record_episodes(lake, probs, 4000, seed=0)
+    reached = np.mean([ep.rewards.sum() > 0 for ep in episodes])
+    assert abs(reached - reach) < 0.02
+
 
 
 # ================================================================== lesson 05
@@ -391,7 +437,7 @@ def student_td_lambda(env, episodes, lam, alpha, gamma, seed, replacing=False, *
             s = int(step.obs[0])
             if step.done[0]:
                 break
-        if bug != "keep":
+        if bug != "keep" and not (bug == "terminated only" and not step.terminated[0]):
             e[:] = 0.0
     return V
 
@@ -402,6 +448,7 @@ def test_td_lambda_accepts_a_student_loop():
 
 @pytest.mark.parametrize("bug, diagnosis", [
     ("keep", "your traces survived the end of an episode"),
+    ("terminated only", "your traces survived a time limit"),
     ("swap", "replacing traces set e[s] = 1"),
     ("bump first", "decay every trace first"),
     ("only s", "you updated only the current state"),
@@ -489,11 +536,13 @@ def test_lambda_return_from_td_errors_rejects(kwargs, diagnosis, capsys):
 # ------------------------------------------------------------------ true_online_td_lambda
 
 
-def student_true_online(env, episodes, lam, alpha, gamma, seed, *, dutch=True, correct=True):
+def student_true_online(env, episodes, lam, alpha, gamma, seed, *, dutch=True, correct=True,
+                        own=True, reset_v_old=True):
     V, e = np.zeros(env.num_states), np.zeros(env.num_states)
     s = int(env.reset(seed=seed)[0])
+    v_old = 0.0
     for _ in range(episodes):
-        v_old = 0.0
+        v_old = 0.0 if reset_v_old else v_old
         while True:
             step = env.step(np.zeros(1, dtype=int))
             r, s_final = float(step.reward[0]), int(step.final_obs[0])
@@ -504,7 +553,8 @@ def student_true_online(env, episodes, lam, alpha, gamma, seed, *, dutch=True, c
             e[s] += (1.0 - alpha * gamma * lam * e_s) if dutch else 1.0
             if correct:
                 V += alpha * (delta + v - v_old) * e
-                V[s] -= alpha * (v - v_old)
+                if own:
+                    V[s] -= alpha * (v - v_old)
             else:
                 V += alpha * delta * e
             v_old = v_next
@@ -519,11 +569,18 @@ def student_true_online(env, episodes, lam, alpha, gamma, seed, *, dutch=True, c
     ({"dutch": False}, "those are accumulating traces"),
     ({"correct": False}, "you left out the correction"),
     ({"dutch": False, "correct": False}, "your values match plain TD(lambda)"),
+    ({"own": False}, "you left out the last line, V(s) -= alpha (v - v_old)"),
 ])
 def test_true_online_td_lambda_rejects(kwargs, diagnosis, capsys):
     assert exercises.check("true_online_td_lambda", student_true_online, verbose=False)
     assert_rejected("true_online_td_lambda", lambda *a: student_true_online(*a, **kwargs), capsys,
                     diagnosis)
+
+
+def test_true_online_v_old_reset_is_harmless():
+    """The exercise says so: with e = 0 at an episode's start the v_old terms cancel."""
+    assert exercises.check("true_online_td_lambda",
+                           lambda *a: student_true_online(*a, reset_v_old=False), verbose=False)
 
 
 def test_true_online_with_lambda_zero_is_td0():
@@ -576,6 +633,18 @@ def test_epsilon_greedy_probs_rejects(wrong, diagnosis, capsys):
     assert_rejected("epsilon_greedy_probs", wrong, capsys, diagnosis)
 
 
+def table_only_probs(q, eps):  # axis=1: right on every table, crashes on a row Q[s]
+    q = np.asarray(q, dtype=float)
+    best = q == q.max(axis=1, keepdims=True)
+    return eps / q.shape[1] + (1 - eps) * best / best.sum(axis=1, keepdims=True)
+
+
+def test_epsilon_greedy_probs_rejects_an_answer_for_tables_only(capsys):
+    out = assert_rejected("epsilon_greedy_probs", table_only_probs, capsys,
+                          "reduce over the last axis")
+    assert "5/6 cases pass" in out
+
+
 # ------------------------------------------------------------------ sarsa_update
 
 
@@ -623,8 +692,8 @@ def test_sarsa_update_asks_for_the_table(capsys):
 
 def student_q_update(Q, s, a, r, s_next, terminated, alpha, gamma, *, bug=None):
     Q = np.array(Q, dtype=float)
-    future = {"mean": Q[s_next].mean(), "a": Q[s_next, a], "row": Q[s].max()}.get(
-        bug, Q[s_next].max())
+    future = {"mean": Q[s_next].mean(), "a": Q[s_next, a], "row": Q[s].max(),
+              "abs": np.abs(Q[s_next]).max()}.get(bug, Q[s_next].max())
     target = r + gamma * future if (bug == "terminal" or not terminated) else r
     Q[s, a] += alpha * (target - Q[s, a])
     return Q
@@ -635,10 +704,48 @@ def student_q_update(Q, s, a, r, s_next, terminated, alpha, gamma, *, bug=None):
     ("mean", "not the mean"),
     ("a", "uses max_a' Q(s', a')"),
     ("row", "not the current one"),
+    ("abs", "you took the largest |Q(s', .)|"),
 ])
 def test_q_learning_update_rejects(bug, diagnosis, capsys):
     assert_rejected("q_learning_update", lambda *a: student_q_update(*a, bug=bug), capsys,
                     diagnosis)
+
+
+def q_update_in_place(Q, s, a, r, s_next, terminated, alpha, gamma):
+    Q[s, a] += alpha * (r + (0.0 if terminated else gamma * Q[s_next].max()) - Q[s, a])
+    return Q
+
+
+def sarsa_update_in_place(Q, s, a, r, s_next, a_next, terminated, alpha, gamma):
+    Q[s, a] += alpha * (r + (0.0 if terminated else gamma * Q[s_next, a_next]) - Q[s, a])
+    return Q
+
+
+def expected_update_in_place(Q, s, a, r, s_next, terminated, alpha, gamma, epsilon):
+    row = Q[s_next]
+    best = row == row.max()
+    probs = epsilon / row.size + (1 - epsilon) * best / best.sum()
+    Q[s, a] += alpha * (r + (0.0 if terminated else gamma * probs @ row) - Q[s, a])
+    return Q
+
+
+def double_update_in_place(Q1, Q2, s, a, r, s_next, terminated, alpha, gamma, first):
+    learner, other = (Q1, Q2) if first else (Q2, Q1)
+    future = 0.0 if terminated else other[s_next, learner[s_next].argmax()]
+    learner[s, a] += alpha * (r + gamma * future - learner[s, a])
+    return Q1, Q2
+
+
+@pytest.mark.parametrize("name, fn, which", [
+    ("q_learning_update", q_update_in_place, "Q"),
+    ("sarsa_update", sarsa_update_in_place, "Q"),
+    ("expected_sarsa_update", expected_update_in_place, "Q"),
+    ("double_q_update", double_update_in_place, "Q"),
+])
+def test_updates_reject_writing_into_the_callers_table(name, fn, which, capsys):
+    """Right numbers, written into the caller's table (review F4): Double Q-learning's other
+    table, or any copy a loop keeps, would change under it."""
+    assert_rejected(name, fn, capsys, f"you changed the caller's {which}", every_case=True)
 
 
 # ------------------------------------------------------------------ expected_sarsa_update
@@ -778,6 +885,8 @@ def student_estimators(samples, *, bug=None):
     x = np.asarray(samples, dtype=float)
     half = x.shape[1] // 2
     m1, m2 = x[:, :half].mean(axis=1), x[:, half:].mean(axis=1)
+    if bug == "even odd":
+        m1, m2 = x[:, ::2].mean(axis=1), x[:, 1::2].mean(axis=1)
     single = x.max(axis=0).mean() if bug == "mean of max" else x.mean(axis=1).max()
     double = {"same half": m1.max(), "one way": m2[m1.argmax()],
               "own pick": 0.5 * (m1.max() + m2.max())}.get(
@@ -790,6 +899,7 @@ def student_estimators(samples, *, bug=None):
     ("one way", "only one direction"),
     ("own pick", "each half valued its own pick"),
     ("mean of max", "not the mean of maxima"),
+    ("even odd", "you split the samples even/odd"),
 ])
 def test_max_estimators_rejects(bug, diagnosis, capsys):
     assert_rejected("max_estimators", lambda x: student_estimators(x, bug=bug), capsys, diagnosis)
@@ -830,8 +940,9 @@ def student_n_step_sarsa(env, episodes, n, alpha, gamma, epsilon, seed, *, bug=N
         T = len(rewards)
         if bug != "no flush":
             for tau in range(max(T - width, 0), T):
+                end = step.done[0] if bug == "cut as end" else step.terminated[0]
                 G = rc.n_step_target(rewards[tau:], Q[states[T], actions[T]],
-                                     bool(step.terminated[0]) and bug != "terminal", gamma)
+                                     bool(end) and bug != "terminal", gamma)
                 Q[states[tau], actions[tau]] += alpha * (G - Q[states[tau], actions[tau]])
         s = int(step.obs[0])
     return Q
@@ -848,6 +959,7 @@ def test_n_step_sarsa_with_n_1_is_sarsa():
     ("no flush", "flush them when it ends"),
     ("short", "your windows hold n - 1 rewards"),
     ("max", "n-step SARSA uses the action it took there"),
+    ("cut as end", "you treated a time limit as a terminal state when flushing"),
 ])
 def test_n_step_sarsa_rejects(bug, diagnosis, capsys):
     assert_rejected("n_step_sarsa", lambda *a: student_n_step_sarsa(*a, bug=bug), capsys,
@@ -940,8 +1052,8 @@ def test_exercises_catch_and_explain_a_terminal_bootstrap(capsys):
 
 
 def test_epsilon_greedy_probs_names_shape_and_normalisation(capsys):
-    assert_rejected("epsilon_greedy_probs", lambda q, eps: np.ones(np.shape(q)[-1]), capsys,
-                    "one probability per action and state")
+    assert_rejected("epsilon_greedy_probs", lambda q, eps: np.ones(np.shape(q)[-1] + 1),
+                    capsys, "one probability per action and state")
     assert_rejected("epsilon_greedy_probs", lambda q, eps: 2 * rc.epsilon_greedy_probs(q, eps)
                     + 0.01, capsys, "each row must sum to 1")
 

@@ -71,7 +71,7 @@ def band(ax, x, errors, label, color, **style):
 # episodes do not depend on the values, so one run serves every step size):
 
 # %%
-mc_alphas, td_alphas = np.array([0.01, 0.02, 0.04]), np.array([0.05, 0.1, 0.15])
+mc_alphas, td_alphas = np.array([0.01, 0.02, 0.04, 0.06, 0.08]), np.array([0.05, 0.1, 0.15])
 init = np.full(7, 0.5)
 mc_err = np.array([rms(rc.mc_prediction(walk5, one_action5, 100, 1.0, alpha=mc_alphas, init=init,
                                         seed=run).V_history, truth5) for run in RUNS])
@@ -79,12 +79,16 @@ for episode in (25, 100):
     print(f"constant-alpha MC, RMS error after {episode:3d} episodes (median of 20 runs):",
           ", ".join(f"alpha {a}: {e:.3f}" for a, e in zip(mc_alphas,
                                                           np.median(mc_err[:, episode - 1], axis=0))))
+mc_median = np.median(mc_err, axis=0)  # [episodes, step sizes]
+assert mc_median[99, 0] < mc_median[24, 0]  # alpha 0.01 still improving
+assert mc_median[24, -1] < mc_median[24, 2] and mc_median[99, -1] > mc_median[99, 2]
 
 # %% [markdown]
 # Small steps learn slowly: compare the α = 0.01 errors after 25 and 100 episodes. Larger
-# ones learn faster but stay noisy: every target is a full return, with all the randomness of
-# the walk in it, and a constant step size never averages that noise away. *Use it* plots these
-# curves against TD's.
+# ones learn faster but stay noisy: α = 0.08 is ahead of α = 0.04 after 25 episodes and behind
+# it after 100 (asserted above). Every target is a full return, with all the randomness of the
+# walk in it, and a constant step size never averages that noise away: the larger α, the higher
+# the floor its error settles on. *Use it* plots these curves against TD's.
 
 # %% [markdown]
 # ## The idea
@@ -304,6 +308,9 @@ print("TD(lambda=0) == 1-step TD == TD(0); infinite-step TD == every-visit MC; "
 # **The backward view adds up to the forward view.** Hold $V$ fixed through one episode of the
 # 19-state walk. Add up TD(λ)'s updates $\delta_t\, e_t$ (accumulating traces), and separately the
 # forward view's updates $G^\lambda_t - V(S_t)$ of each visited state: the two sums are equal.
+# The loop below is written out in the cell, so this checks the identity, not `rc.td_lambda`;
+# the second check runs the package: with a tiny α the values barely move within the episode,
+# and its change in $V$, divided by α, is the forward view's sum up to a term of order α.
 
 # %%
 lam, V_fixed = 0.8, rng.normal(0.0, 0.3, size=21)
@@ -320,6 +327,19 @@ np.add.at(forward, s[:-1], rc.lambda_returns(r, V_fixed[s], True, 1.0, lam) - V_
 print(f"an episode of {len(r)} steps: largest |backward - forward| = "
       f"{np.abs(backward - forward).max():.1e} (largest update {np.abs(forward).max():.2f})")
 np.testing.assert_allclose(backward, forward, atol=1e-9)
+
+tiny = 1e-5  # rc.td_lambda from V = V_fixed (init), on the same episode (the same seed)
+first = rc.record_episodes(walk19, one_action19, 1, seed=11)[0]
+V_tiny = rc.td_lambda(walk19, one_action19, 1, lam, tiny, 1.0, init=V_fixed, seed=11).V
+package = (V_tiny - V_fixed) / tiny
+forward_first = np.zeros(21)
+np.add.at(forward_first, first.states[:-1],
+          rc.lambda_returns(first.rewards, V_fixed[first.states], True, 1.0, lam)
+          - V_fixed[first.states[:-1]])
+print(f"rc.td_lambda, alpha {tiny:g}, an episode of {len(first.rewards)} steps: largest "
+      f"|change / alpha - forward sum| = {np.abs(package - forward_first).max():.1e} "
+      f"(largest update {np.abs(forward_first).max():.2f})")
+np.testing.assert_allclose(package, forward_first, atol=1e-2)
 
 # %% [markdown]
 # **Rules 1, 2 and 3, by breaking them.** `td_variant` below is TD(λ) (TD(0) with λ = 0) with one
@@ -431,7 +451,7 @@ fig, ax = plt.subplots(figsize=(9, 3.5), dpi=100)
 for i, a in enumerate(mc_alphas):
     ax.plot(episodes, np.median(mc_err[:, :, i], axis=0), ls="--", color=f"C{i}", label=f"MC α={a}")
 for i, a in enumerate(td_alphas):
-    ax.plot(episodes, np.median(td_err[:, :, i], axis=0), color=f"C{i + 3}", label=f"TD(0) α={a}")
+    ax.plot(episodes, np.median(td_err[:, :, i], axis=0), color=f"C{i + 5}", label=f"TD(0) α={a}")
 ax.set(xlabel="episodes", ylabel="RMS error\n(median of 20 runs)",
        title="On the 5-state walk, TD(0) learns faster than constant-α MC")
 ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -564,8 +584,9 @@ n_err = {n: np.array([rms(rc.n_step_td(walk19, one_action19, 10, n, sweep_alphas
                                        seed=run).V_history, truth19).mean(axis=0)
                       for run in SWEEP_RUNS]) for n in ns}
 fig, ax = plt.subplots(figsize=(9, 3.5), dpi=100)
-for n in ns:
-    ax.plot(sweep_alphas, np.median(n_err[n], axis=0), label=f"n={n}")
+for i, n in enumerate(ns):
+    band(ax, sweep_alphas, n_err[n], f"n={n}", f"C{i}")
+ax.fill_between([], [], [], color="grey", alpha=0.15, label="range of 10 runs")
 ax.set(xlabel="step size α", ylabel="RMS error, first 10 episodes\n(median of 10 runs)",
        ylim=(0.2, 0.6), title="Intermediate n learns fastest, and larger n wants a smaller α")
 ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -611,11 +632,11 @@ online = {(lam, kind): np.array([rms(rc.td_lambda(walk19, one_action19, 10, lam,
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), dpi=100, sharey=True)
 for ax, lam in zip(axes, lams):
-    ax.plot(lam_alphas, np.median(forward[lam], axis=0), "k-o", ms=3,
-            label="offline λ-return")
+    band(ax, lam_alphas, forward[lam], "offline λ-return", "k", marker="o", ms=3)
     for kind, color in [("accumulating", "C3"), ("replacing", "C0")]:
-        ax.plot(lam_alphas, np.minimum(np.median(online[lam, kind], axis=0), 1.0), color=color,
-                marker="o", ms=3, label=f"TD(λ), {kind}")
+        band(ax, lam_alphas, np.minimum(online[lam, kind], 1.0), f"TD(λ), {kind}", color,
+             marker="o", ms=3)
+    ax.fill_between([], [], [], color="grey", alpha=0.15, label="range of 10 runs")
     ax.set(xlabel="step size α", title=f"λ = {lam}", ylim=(0.2, 1.02))
 axes[0].set_ylabel("RMS error, first 10 episodes\n(median of 10 runs, capped at 1)")
 axes[0].legend(fontsize=9, loc="upper center")
@@ -656,8 +677,9 @@ assert 1.0 < largest <= 1 / (1 - lam**2)
 
 # %% [markdown]
 # A replacing trace is capped at 1, and the λ-return never uses a state's error more than once
-# per visit; both stay bounded. (The exercises build *true online* TD(λ), which matches the
-# online λ-return exactly.)
+# per visit; both stay bounded. (Exercise 3 builds *true online* TD(λ), and checks that it
+# matches the *online* λ-return algorithm, which redoes the λ-return updates at every step with
+# the data seen so far, to rounding error.)
 
 # %% [markdown]
 # ## Pitfalls
@@ -692,8 +714,14 @@ assert 1.0 < largest <= 1 / (1 - lam**2)
 #    $e \leftarrow \gamma\lambda e$, then $e(s) \mathrel{+}= 1 - \alpha\gamma\lambda\, e_{\text{old}}(s)$
 #    with $e_{\text{old}}(s)$ the trace before the decay; $V \leftarrow V + \alpha(\delta + v -
 #    v_{\text{old}})\,e$ and then $V(s) \mathrel{-}= \alpha (v - v_{\text{old}})$; finally
-#    $v_{\text{old}} \leftarrow v'$. At each episode's start, $e = 0$ and $v_{\text{old}} = 0$.
-#    Then compare it with accumulating TD(λ = 0.8) over step sizes on the 19-state walk.
+#    $v_{\text{old}} \leftarrow v'$. At each episode's start, $e = 0$ (and $v_{\text{old}} = 0$,
+#    which makes no difference: with $e = 0$ its terms cancel on the first step). Then check it
+#    against its definition, the *online λ-return algorithm* (Sutton & Barto, section 12.4): at
+#    every horizon $h = 1, \dots, T$ of an episode, restart from the episode's first values and
+#    move each $V(S_t)$, $t < h$, towards the λ-return truncated at $h$, whose $n$-step returns
+#    bootstrap from the values the horizon $t + n - 1$ ended with; the values after horizon $T$
+#    are the episode's result. Finally compare it with accumulating TD(λ = 0.8) over step sizes
+#    on the 19-state walk.
 
 # %% tags=["solution"]
 def td_errors(rewards, values, terminated, gamma):
@@ -752,6 +780,29 @@ def true_online_td_lambda(env, episodes, lam, alpha, gamma, seed):
         e[:] = 0.0
     return V
 
+
+def online_lambda_return(V, states, rewards, terminated, alpha, gamma, lam):
+    """The online lambda-return algorithm on one episode, by its definition (O(T^3))."""
+    T = len(rewards)
+    start, W = np.array(V, dtype=float), np.array(V, dtype=float)
+    boot = np.zeros(T + 1)  # boot[k]: V(S_k) as horizon k - 1 left it; 0 after a termination
+    for h in range(1, T + 1):
+        boot[h] = 0.0 if (h == T and terminated) else W[states[h]]
+        W = start.copy()
+        for t in range(h):
+            n_step = (np.cumsum(gamma ** np.arange(h - t) * rewards[t:h])
+                      + gamma ** np.arange(1, h - t + 1) * boot[t + 1:h + 1])
+            weights = np.r_[(1 - lam) * lam ** np.arange(h - t - 1), lam ** (h - t - 1)]
+            W[states[t]] += alpha * (weights @ n_step - W[states[t]])
+    return W
+
+
+V_def = np.zeros(21)
+for ep in rc.record_episodes(walk19, one_action19, 3, seed=18):
+    V_def = online_lambda_return(V_def, ep.states, ep.rewards, ep.terminated, 0.5, 1.0, 0.8)
+gap = np.abs(true_online_td_lambda(walk19, 3, 0.8, 0.5, 1.0, 18) - V_def).max()
+print(f"3 episodes, alpha 0.5: largest |true online TD(0.8) - online lambda-return| = {gap:.1e}")
+assert gap < 1e-9
 
 totd_alphas = np.array([0.1, 0.3, 0.5, 0.8, 1.0])
 totd = np.array([[rms(true_online_td_lambda(walk19, 10, 0.8, a, 1.0, run), truth19)

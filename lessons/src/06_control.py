@@ -89,11 +89,15 @@ assert greedy_path(optimal) == EDGE and value_of(optimal, EPSILON) < value_of(sa
 #
 # | method | target | learns the values of |
 # |---|---|---|
-# | **Q-learning** | $R + \gamma \max_{a'} Q(S', a')$ | the greedy policy ($Q^*$), whatever the behaviour: *off-policy* |
+# | **Q-learning** | $R + \gamma \max_{a'} Q(S', a')$ | the greedy policy ($Q^*$), whatever the behaviour, as long as it keeps trying every pair: *off-policy* |
 # | **SARSA** | $R + \gamma Q(S', A')$, $A'$ the action it takes next | the $\varepsilon$-greedy policy it follows: *on-policy* |
 # | **Expected SARSA** | $R + \gamma \sum_{a'} \pi(a' \mid S') Q(S', a')$ | the policy $\pi$ in the sum (here the $\varepsilon$-greedy one) |
 #
-# (SARSA is named after the quintuple $S, A, R, S', A'$ each update uses.) Expected SARSA takes
+# (SARSA is named after the quintuple $S, A, R, S', A'$ each update uses.) Q-learning's
+# guarantee (Watkins & Dayan, 1992) needs every (state, action) pair to keep being tried and step
+# sizes that decay; with a constant α the estimates keep moving with the noise of the
+# transitions, and settle on $Q^*$ only where, as on this deterministic cliff, there is none.
+# Expected SARSA takes
 # the expectation that SARSA samples: the same values in expectation, without the noise of
 # drawing $A'$; with a greedy $\pi$ it *is* Q-learning.
 #
@@ -107,6 +111,8 @@ assert greedy_path(optimal) == EDGE and value_of(optimal, EPSILON) < value_of(sa
 # $$Q_1(S, A) \leftarrow Q_1(S, A) + \alpha\big[R + \gamma\, Q_2\big(S', \arg\max_{a'} Q_1(S',
 # a')\big) - Q_1(S, A)\big].$$
 # An action that looks good by luck in $Q_1$ is valued by $Q_2$, whose noise is independent.
+# To act, Double Q-learning uses both tables: ε-greedy on their mean $(Q_1 + Q_2)/2$ (van Hasselt
+# and Sutton & Barto use the sum, which has the same greedy action).
 #
 # The rules of lesson 05 hold unchanged: after a termination the target is $R$ alone; after a
 # time-limit truncation bootstrap from `final_obs`; the next episode's first state is `obs`.
@@ -233,10 +239,17 @@ assert rc.exercises.check("double_q_update", my_double_q_update)
 # %% [markdown]
 # The reference runs all four methods in one loop; they differ only in `v_next` and in which
 # table learns (`rc.q_learning`, `rc.sarsa`, `rc.expected_sarsa` and `rc.double_q_learning` call
-# it, and an environment with `n` copies runs `n` independent learners side by side):
+# it, and an environment with `n` copies runs `n` independent learners side by side). `act`
+# shows how Double Q-learning acts: ε-greedily on the mean of its two tables. The helpers with
+# content are printed below it: Expected SARSA's expectation (your step 1's probabilities times
+# $Q(s', \cdot)$, in closed form) and the target with its terminal mask. `_start` and `_step`
+# reset and step the environment as your loop does.
 
 # %%
 print(inspect.getsource(rc.tabular.control._td_control_one))
+print(inspect.getsource(rc.tabular.exploration._epsilon_greedy_expectation))
+print(inspect.getsource(rc.tabular.targets._bootstrap))
+print(inspect.getsource(rc.tabular.targets._td_target))
 
 # %% [markdown]
 # ## Check it
@@ -314,8 +327,9 @@ x = np.arange(10, EPISODES + 1)
 for (name, res), color in zip(runs.items(), ["C3", "C0", "C2"]):
     curves = np.array([smooth(r) for r in res.episode_returns])
     ax.plot(x, np.median(curves, axis=0), color=color, label=f"{name} (median of 10)")
-    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.15)
-ax.set(xlabel="episode", ylabel="reward per episode\n(10-episode mean)", ylim=(-120, 0),
+    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.15,
+                    label=f"{name} (range of 10)")
+ax.set(xlabel="episode", ylabel="reward per episode\n(10-episode mean)", ylim=(-160, 0),
        title="While exploring, SARSA and Expected SARSA earn more than Q-learning")
 ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 plt.tight_layout()
@@ -638,11 +652,11 @@ assert rc.exercises.check("sarsa_lambda", sarsa_lambda)
 # | control | "learning to act" | finding a good policy, here by improving $\varepsilon$-greedily on learned $Q$ |
 # | on-policy | "learn about what you do" | the target values the policy that generates the data (SARSA, Expected SARSA with the behaviour's $\pi$) |
 # | off-policy | "learn about another policy" | the target values a different policy, e.g. the greedy one (Q-learning) |
-# | Q-learning | "max over next actions" | TD control with target $R + \gamma\max_{a'}Q(S', a')$; learns $Q^*$ |
+# | Q-learning | "max over next actions" | TD control with target $R + \gamma\max_{a'}Q(S', a')$; learns $Q^*$ if every pair keeps being tried and the step sizes decay (a constant α suffices only on deterministic tasks like the cliff) |
 # | SARSA | "state, action, reward, state, action" | TD control with target $R + \gamma Q(S', A')$ for the action actually taken next |
 # | Expected SARSA | "SARSA without the sampling" | target $R + \gamma \sum_{a'} \pi(a'|S')Q(S', a')$; no noise from drawing $A'$ |
 # | maximisation bias | "Q-learning is optimistic" | $\mathbb E[\max_a \hat Q(a)] \ge \max_a \mathbb E[\hat Q(a)]$: a max over noisy estimates is biased upwards |
-# | Double Q-learning | "two Q tables" | one table chooses the next action, the other values it; removes the maximisation bias |
+# | Double Q-learning | "two Q tables" | one table chooses the next action, the other values it; replaces the upward bias of the max by a much smaller one, which can point downward (van Hasselt, 2010); acts on the mean of the two tables |
 # | $\varepsilon$-greedy | "mostly greedy" | a uniformly random action with probability $\varepsilon$, else greedy (ties at random) |
 # | greedy path | "what the agent learned" | the route from the start following $\arg\max_a Q$, without exploration |
 #

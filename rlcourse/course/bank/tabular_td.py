@@ -48,6 +48,51 @@ def _first_match(got, candidates):
     return None
 
 
+class _WroteInput:
+    """What an answer returned after writing into the arrays it was given: the caller's tables
+    changed, which the docstrings ("updated copies") rule out."""
+
+    def __init__(self, result, names):
+        self.result, self.names = result, names
+
+
+def _copies_only(arg_names):
+    """``call``, ``compare`` and ``explain`` wrappers that fail an answer which changes its input
+    arrays in place (it may return the right numbers, but a loop that keeps the old table, e.g.
+    Double Q-learning's second table or a saved copy, would see them change under it)."""
+
+    def call(fn, *args, **kwargs):
+        before = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
+        out = fn(*args, **kwargs)
+        changed = [arg_names[i] for i, (a, b) in enumerate(zip(args, before))
+                   if b is not None and not (np.shape(a) == b.shape and np.array_equal(a, b))]
+        return _WroteInput(out, changed) if changed else out
+
+    def message(got):
+        return (f"you changed the caller's {' and '.join(got.names)} in place: return an updated "
+                f"copy (np.array(table, dtype=float)) and leave the input as it was")
+
+    def wrap_compare(compare):
+        return lambda got, expected: (message(got) if isinstance(got, _WroteInput)
+                                      else compare(got, expected))
+
+    def wrap_explain(explain):
+        def wrapped(case, got, expected):
+            if isinstance(got, _WroteInput):
+                return message(got)
+            return explain(case, got, expected) if explain else None
+        return wrapped
+
+    return call, wrap_compare, wrap_explain
+
+
+def _register_copying(name, reference, cases, arg_names, explain, hint):
+    """Register an update exercise whose answer must return copies, not change its inputs."""
+    call, wrap_compare, wrap_explain = _copies_only(arg_names)
+    register(name, reference, cases, compare=wrap_compare(default_compare),
+             explain=wrap_explain(explain), hint=hint, call=call)
+
+
 def _walk(k, left_reward, right_reward, max_steps=None, terminal_value_trap=False):
     """Sutton & Barto's random walk: states 1..k between terminal states 0 and k + 1, one action
     moving left or right with probability 1/2, start in the middle."""
@@ -215,8 +260,8 @@ def _first_visit_explain(case, got, expected):
     return None
 
 
-register(
-    "first_visit_update", _first_visit_reference, _first_visit_cases,
+_register_copying(
+    "first_visit_update", _first_visit_reference, _first_visit_cases, ("table", "counts"),
     explain=_first_visit_explain,
     hint="the return that follows a key's first visit covers everything that happened after it; "
          "an average can be kept up to date with a count and one step towards each new sample. "
@@ -358,7 +403,12 @@ def _is_prediction(episodes, target, behaviour, num_states, gamma, weighted, var
         elif variant == "whole episode":
             rho = np.full(len(rho), rho[0])
         G = mc_returns(ep.rewards, gamma)
+        seen = set()
         for t in range(len(G)):
+            if variant == "first visit":
+                if int(s[t]) in seen:
+                    continue
+                seen.add(int(s[t]))
             num[s[t]] += rho[t] * G[t]
             den[s[t]] += rho[t]
             count[s[t]] += 1
@@ -405,6 +455,9 @@ def _is_explain(case, got, expected):
          lambda: _is_prediction(episodes, target, behaviour, S, gamma, not weighted)),
         ("you averaged the returns without any ratio: that is the behaviour policy's value",
          lambda: _is_prediction(episodes, behaviour, behaviour, S, gamma, weighted)),
+        ("you used only each state's first visit per episode: this exercise asks for "
+         "every-visit IS, so every visit adds its own rho_t G_t (and, for ordinary IS, counts once)",
+         lambda: _is_prediction(episodes, target, behaviour, S, gamma, weighted, "first visit")),
     ])
     if found is None and np.isnan(np.asarray(got, dtype=float)).any():
         return ("NaN: a state whose weights are all 0 (the target never takes the behaviour's "
@@ -694,7 +747,7 @@ def _td_lambda_variant(env, episodes, lam, alpha, gamma, seed, replacing, bug):
             s = int(step.obs[0])
             if step.done[0]:
                 break
-        if bug != "no reset":
+        if bug != "no reset" and not (bug == "reset on termination" and not step.terminated[0]):
             e[:] = 0.0
     return V
 
@@ -719,6 +772,9 @@ def _td_lambda_cases():
 _TD_LAMBDA_BUGS = [
     ("no reset", "your traces survived the end of an episode, so the next episode's TD errors "
                  "also moved the states of the last one: zero the traces when an episode ends"),
+    ("reset on termination", "your traces survived a time limit: an episode cut by the clock "
+                             "ends too, so zero the traces on done (terminated or truncated), "
+                             "not only on terminated"),
     ("swapped traces", "accumulating traces add 1 to e[s]; replacing traces set e[s] = 1"),
     ("bump then decay", "decay every trace first, then bump the current state's: its trace must "
                         "be 1 (or +1) when this step's TD error is applied"),
@@ -901,6 +957,8 @@ def _true_online(env, episodes, lam, alpha, gamma, seed, variant=None):
                 z[s] += 1.0 - alpha * gamma * lam * z_s
             if variant == "no correction":
                 V += alpha * delta * z
+            elif variant == "no own correction":
+                V += alpha * (delta + v - v_old) * z
             else:
                 V += alpha * (delta + v - v_old) * z
                 V[s] -= alpha * (v - v_old)
@@ -926,6 +984,9 @@ def _true_online_explain(case, got, expected):
         ("those are accumulating traces: the Dutch trace bumps e(s) by 1 - alpha gamma lambda "
          "e(s), so it never exceeds what the forward view allows",
          lambda: _true_online(*case.args, "accumulating")),
+        ("you left out the last line, V(s) -= alpha (v - v_old): the term alpha (v - v_old) e "
+         "also moved the current state through its own trace, and that part must be taken back",
+         lambda: _true_online(*case.args, "no own correction")),
         ("you left out the correction alpha (V - V_old)(e - x): without it, Dutch traces alone "
          "do not reproduce the online lambda-return",
          lambda: _true_online(*case.args, "no correction")),
@@ -953,6 +1014,8 @@ def _probs_cases():
         Case("two tied best actions", (np.array([[2.0, 2.0, 0.0, 1.0]]), 0.2)),
         Case("greedy (epsilon 0), several states", (np.array([[1.0, 0.0], [0.0, 0.0]]), 0.0)),
         Case("uniform (epsilon 1)", (np.array([[3.0, 1.0, 2.0]]), 1.0)),
+        Case("one row Q(s, .) (a 1-D array), two tied maxima", (np.array([1.0, 3.0, 3.0, 0.0]),
+                                                                  0.2)),
         Case("a whole table [S, A] with ties in some rows",
              (np.array([[0.0, 0.0, 0.0, 0.0], [-1.0, -2.0, -1.0, -3.0], [5.0, 4.0, 3.0, 2.0]]),
               0.1)),
@@ -983,8 +1046,16 @@ def _probs_explain(case, got, expected):
     return None
 
 
+def _probs_error(case, err):
+    if isinstance(err, (np.exceptions.AxisError, IndexError)) and np.ndim(case.args[0]) == 1:
+        return ("step 3 calls this on one row Q(s, .) too: reduce over the last axis (axis=-1, "
+                "keepdims=True), which works for a row and for a table alike")
+    return None
+
+
 register(
     "epsilon_greedy_probs", epsilon_greedy_probs, _probs_cases, explain=_probs_explain,
+    explain_error=_probs_error,
     hint="with probability epsilon the action is uniform over all A actions (the greedy one "
          "included); otherwise it is a greedy one, chosen uniformly among the tied maxima",
 )
@@ -1047,8 +1118,8 @@ def _assign(Q, where, value):
     return out
 
 
-register(
-    "sarsa_update", _sarsa_reference, _sarsa_cases, explain=_sarsa_explain,
+_register_copying(
+    "sarsa_update", _sarsa_reference, _sarsa_cases, ("Q",), explain=_sarsa_explain,
     hint="S, A, R, S', A': every letter is used. The pair you leave learns; its target is the "
          "reward plus the discounted value of the pair you will act from next",
 )
@@ -1069,7 +1140,11 @@ def _q_update_cases():
     return [
         Case("an ordinary step", (Q, 0, 1, 1.0, 1, False, 0.5, 0.9)),
         Case("into the terminal state 2 (its row holds 9s)", (Q, 1, 2, 1.0, 2, True, 0.5, 0.9)),
-        Case("negative values, gamma 1", (-Q, 0, 0, -1.0, 1, False, 0.3, 1.0)),
+        # every future a mistake could use differs here: max Q[s'] -0.5, mean -2.17,
+        # Q[s', a] -2, max |Q[s']| 4, max Q[s] -1
+        Case("negative values, gamma 1", (np.array([[-3.0, -1.0, -2.0], [-2.0, -4.0, -0.5],
+                                                    [0.0, 0.0, 0.0]]), 0, 0, -1.0, 1, False,
+                                          0.3, 1.0)),
     ]
 
 
@@ -1090,11 +1165,14 @@ def _q_update_explain(case, got, expected):
          lambda: with_future(0.0 if terminated else Q[s_next, a])),
         ("max over the next state's row, not the current one",
          lambda: with_future(0.0 if terminated else Q[s].max())),
+        ("you took the largest |Q(s', .)|: the max is over the values themselves, signs included "
+         "(with costs, the best action is the least negative one)",
+         lambda: with_future(0.0 if terminated else np.abs(Q[s_next]).max())),
     ])
 
 
-register(
-    "q_learning_update", _q_update_reference, _q_update_cases, explain=_q_update_explain,
+_register_copying(
+    "q_learning_update", _q_update_reference, _q_update_cases, ("Q",), explain=_q_update_explain,
     hint="whatever you will really do next, the target assumes you act greedily from s'; and "
          "nothing follows a terminal state",
 )
@@ -1146,8 +1224,8 @@ def _expected_sarsa_explain(case, got, expected):
     ])
 
 
-register(
-    "expected_sarsa_update", _expected_sarsa_reference, _expected_sarsa_cases,
+_register_copying(
+    "expected_sarsa_update", _expected_sarsa_reference, _expected_sarsa_cases, ("Q",),
     explain=_expected_sarsa_explain,
     hint="instead of the value of the one action you will take, use the value you expect under "
          "the policy you follow: step 1's probabilities",
@@ -1292,8 +1370,9 @@ def _double_q_explain(case, got, expected):
     ])
 
 
-register(
-    "double_q_update", _double_q_reference, _double_q_cases, explain=_double_q_explain,
+_register_copying(
+    "double_q_update", _double_q_reference, _double_q_cases, ("Q1", "Q2"),
+    explain=_double_q_explain,
     hint="two estimates: let the one that learns choose the best next action, and the other "
          "one say what that action is worth; their noise is independent, so a lucky "
          "overestimate in one is not confirmed by the other",
@@ -1340,7 +1419,13 @@ def _estimator_explain(case, got, expected):
          "same way", (single, 0.5 * float(m1.max() + m2.max()))),
         ("the single estimator is the max of the means over all samples, not the mean of maxima",
          (float(x.max(axis=0).mean()), expected[1])),
+        ("you split the samples even/odd: the halves are the first N/2 columns and the last N/2",
+         lambda: (single, _cross(x[:, ::2].mean(axis=1), x[:, 1::2].mean(axis=1)))),
     ])
+
+
+def _cross(m1, m2):
+    return 0.5 * float(m2[m1.argmax()] + m1[m2.argmax()])
 
 
 register(
@@ -1384,6 +1469,8 @@ def _n_step_sarsa(env, episodes, n, alpha, gamma, epsilon, seed, variant=None):
             a = a_next
         T = len(rewards)
         terminated = bool(step.terminated[0]) and variant != "terminal"
+        if variant == "cut as end":
+            terminated = bool(step.done[0])
         if variant != "no flush":
             for tau in range(max(T - width, 0), T):
                 boot = Q[states[T], actions[T]]
@@ -1416,6 +1503,9 @@ def _n_step_sarsa_explain(case, got, expected):
          "are known", lambda: _n_step_sarsa(*case.args, "window n-1")),
         ("you bootstrapped from max_a Q(S_(t+n), a): n-step SARSA uses the action it took there",
          lambda: _n_step_sarsa(*case.args, "max")),
+        ("you treated a time limit as a terminal state when flushing: a window cut by the clock "
+         "still bootstraps, from Q[final_obs, a'] (only terminated means nothing follows)",
+         lambda: _n_step_sarsa(*case.args, "cut as end")),
     ])
     if found is None and np.shape(got) == np.shape(expected):
         return ("your table differs from the reference run: check the draws (one "
@@ -1516,7 +1606,10 @@ def _register_choice(name, answer, options, hint):
 
     def explain(case, got, expected):
         letter = got.strip().lower() if isinstance(got, str) else None
-        return f"({letter}) is not it: {options[letter]}" if letter in options else None
+        if letter not in options:
+            return None
+        why = options[letter]
+        return f"({letter}) is not it: {why() if callable(why) else why}"
 
     register(name, lambda: answer, [Case("your answer")], compare=compare, explain=explain,
              hint=hint)
@@ -1532,11 +1625,42 @@ _register_choice(
     hint="which entries of Q must change for the edge to look good, and how often are they "
          "updated once epsilon is small?",
 )
+def lake_exploring_loss(epsilon=0.1, gamma=0.95):
+    """Where the best epsilon-soft policy loses value on the deterministic FrozenLake:
+    (share of V* it keeps, probability it reaches the goal, share of V* kept by the episodes
+    that reach it). The lake pays 1 on reaching the goal and nothing else, so
+    V / V* = P(goal) * E[gamma^(extra steps) | goal]: 1 - P(goal) is lost to the holes, the rest
+    to discounting the detours."""
+    from ...envs.gridworld import FrozenLake
+    from ...tabular.dp import policy_evaluation, value_iteration
+
+    lake = FrozenLake(is_slippery=False)
+    P, R, T = lake.P, lake.R, lake.terminal
+    v_star = value_iteration(P, R, gamma, T)[0]
+    P_eps = (1 - epsilon) * P + epsilon * P.mean(axis=1, keepdims=True)
+    r = (P * R).sum(axis=2)
+    r_eps = (1 - epsilon) * r + epsilon * r.mean(axis=1, keepdims=True)
+    pi = value_iteration(P_eps, np.repeat(r_eps[:, :, None], len(P), axis=2), gamma, T)[1]
+    probs = epsilon_greedy_probs(np.eye(P.shape[1])[pi], epsilon)
+    kept = policy_evaluation(P, R, probs, gamma, T)[0] / v_star[0]
+    reach = policy_evaluation(P, R, probs, 1.0, T)[0]
+    return float(kept), float(reach), float(kept / reach)
+
+
+def _detour_cost():
+    kept, reach, kept_if_reached = lake_exploring_loss()
+    return (f"detours cost little: the best epsilon-soft policy reaches the goal with probability "
+            f"{reach:.3f}, and the episodes that do keep {kept_if_reached:.3f} of V*; of the "
+            f"{1 - kept:.3f} lost, the holes take {1 - reach:.3f} and discounting the later "
+            f"arrival {reach - kept:.3f}")
+
+
 _register_choice(
-    "why_behaviour_earns_less", "b",
-    {"a": "the greedy policy is optimal on every seed, so its values are not the problem",
-     "c": "the estimates are averages of real returns; noise makes them scatter around, not fall "
-          "below",
-     "d": "gamma is the same for every policy compared"},
-    hint="what does the policy you run do on one step in ten?",
+    "where_exploring_loses", "b",
+    {"a": "this is the best epsilon-soft policy, found by DP from the model: its greedy part is "
+          "already the best that exploring allows",
+     "c": _detour_cost,
+     "d": "DP computes this value from the model: nothing is estimated, so there is no noise"},
+    hint="the lake pays 1 at the goal and nothing else: V / V* is P(reach the goal) times the "
+         "average discount of the extra steps. Which factor is further from 1?",
 )
