@@ -1066,23 +1066,69 @@ print("log n - (n - 1)/n:               ", np.round(bound, 3).tolist())
 assert np.all(kl <= bound + 1e-9)
 
 # %% [markdown]
+# **A scorer you cannot fully trust.** Everything above used an exact verifier. A learned
+# reward model is a *proxy*: right on typical answers, wrong on some rare ones, and best-of-$n$
+# with a large $n$ goes looking for exactly those. A stand-in: a lazy grader that checks only
+# the last digit of the answer and, like many reward models, slightly prefers longer answers
+# (score: 1 if the last digit matches, plus 0.1 per digit; 0 for a malformed answer). It
+# agrees with the truth on most samples, but it rates "17" above "7" for 3+4. With the
+# table of every completion's probability (renormalised over the completions a decoder can
+# emit), `rc.best_of_n_distribution` gives the exact distribution of the kept answer for
+# any $n$, so the proxy's score and the true accuracy (the gold standard) come without
+# sampling noise.
+
+# %%
+completion_probs = np.exp(all_scores)
+completion_probs /= completion_probs.sum(axis=1, keepdims=True)  # pad and bos are never emitted
+completion_texts = [tok.decode(list(c)) for c in completions]
+is_number = np.array([re.fullmatch(r"\d{1,2}", t) is not None for t in completion_texts])
+last_digit = np.array([t[-1] if t else "" for t in completion_texts])
+n_digits = np.array([len(t) for t in completion_texts])
+NS_PROXY = [1, 4, 16, 64, 256, 1024]
+proxy_score, gold = np.zeros(len(NS_PROXY)), np.zeros(len(NS_PROXY))  # means over prompts
+for i in range(len(prompts)):
+    lazy = np.where(is_number, (last_digit == answers[i][-1]) + 0.1 * n_digits, 0.0)
+    right = np.array([c == truth[i] for c in completions], dtype=float)
+    for j, n in enumerate(NS_PROXY):
+        kept = rc.best_of_n_distribution(completion_probs[i], lazy, n)
+        proxy_score[j] += kept @ lazy / len(prompts)
+        gold[j] += kept @ right / len(prompts)
+
+# %% tags=["nbval-ignore-output"]
+print("n:                               ", NS_PROXY)
+print("lazy grader's score of the kept  ", np.round(proxy_score, 3).tolist())
+print("kept answer right (gold)         ", np.round(gold, 3).tolist())
+print(f"gold peaks at n = {NS_PROXY[int(np.argmax(gold))]}: {gold.max():.3f}; "
+      f"at n = {NS_PROXY[-1]}: {gold[-1]:.3f}")
+
+# %%
+assert np.all(np.diff(proxy_score) > 0)  # the proxy's score keeps rising with n ...
+assert 0 < np.argmax(gold) < len(NS_PROXY) - 1 and gold[-1] < gold.max() - 0.03  # ... gold peaks
+
+# %% [markdown]
+# The proxy's score rises with every doubling of $n$, while the true accuracy climbs, peaks
+# and falls: past the peak the extra samples mostly find answers the grader overrates. This is
+# the over-optimisation Gao et al. (2022) measure with learned reward models, in miniature: the
+# fix is a gold evaluation held out from the scorer, and an $n$ (or a KL budget) chosen on it.
+
+# %% [markdown]
 # ## Pitfalls
 #
-# | symptom | cause | fix |
-# |---|---|---|
-# | MCTS loses to a random player | backup without the sign flip: the search helps the opponent | negate the value at each level (negamax), or store values per player |
-# | MCTS blunders obvious wins | the rollout's reward read from the wrong player's view | convert the outcome to the view of the player who moved into the leaf (Step 2) |
-# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 2 for values in $[-1, 1]$) |
-# | a few mistakes in quiet positions | too few simulations for quiet defensive moves | measure exhaustively where you can; raise the budget (here 500 was not enough) or add a prior |
-# | PUCT searches a good move late | the prior gives it little mass (the misleading prior above) | a better prior; mix the root prior with a little noise, as AlphaZero does |
-# | the tree changes under you | `apply` mutates the state in place | states immutable, `apply` returns a new one |
-# | a wider beam gives a worse answer | beam search prunes greedily at every step | it is a heuristic: compare widths, or search exactly when you can |
-# | beam search prefers short, bland outputs | summed log-probabilities penalise every extra token | length-normalise scores (exercise 2) |
-# | top-p drops the token that crosses $p$ | keeping tokens while the cumulative mass *including* them is below $p$ | keep a token while the mass *before* it is below $p$ |
-# | `ZeroDivisionError` or NaN at $T=0$ | temperature divides logits | use the argmax for greedy decoding |
-# | best-of-n score keeps rising but answers get worse | the scorer is a learned proxy and $n$ over-optimises it (not shown here: our verifier is exact; Gao et al., 2022, measure it) | hold out a gold evaluation; report the curve against it |
-# | more samples stop helping without a verifier | majority voting converges to the model's most likely answer | a verifier, or a better model; voting only removes sampling noise |
-# | pass@$k$ reported from exactly $k$ samples, or as $1 - (1 - c/n)^k$ | a noisy or biased estimate | draw $n > k$ samples and use $1 - \binom{n-c}{k}/\binom{n}{k}$ (`rc.pass_at_k`) |
+# | symptom | cause | fix | where shown |
+# |---|---|---|---|
+# | MCTS loses to a random player | backup without the sign flip: the search helps the opponent | negate the value at each level (negamax), or store values per player | the cell below |
+# | MCTS finds wins and blocks but misplays quiet positions | the rollout's reward read from the wrong player's view | convert the outcome to the view of the player who moved into the leaf (Step 2) | Step 3's checker (quiet positions) |
+# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 2 for values in $[-1, 1]$) | not shown |
+# | a few mistakes in quiet positions | too few simulations for quiet defensive moves | measure exhaustively where you can; raise the budget (here 500 was not enough) or add a prior | the budget sweep |
+# | PUCT searches a good move late | the prior gives it little mass (the misleading prior above) | a better prior; mix the root prior with a little noise, as AlphaZero does | the prior study |
+# | the tree changes under you | `apply` mutates the state in place | states immutable, `apply` returns a new one | not shown |
+# | a wider beam gives a worse answer | beam search prunes greedily at every step | it is a heuristic: compare widths, or search exactly when you can | Check it |
+# | beam search prefers short, bland outputs | summed log-probabilities penalise every extra token | length-normalise scores (exercise 2) | not shown (exercise 2 builds the fix) |
+# | top-p drops the token that crosses $p$ | keeping tokens while the cumulative mass *including* them is below $p$ | keep a token while the mass *before* it is below $p$ | Step 4's checker |
+# | `ZeroDivisionError` or NaN at $T=0$ | temperature divides logits | use the argmax for greedy decoding | not shown (`rc.filter_logits` refuses $T = 0$) |
+# | best-of-n score keeps rising but answers get worse | the scorer is a proxy and $n$ over-optimises it (Gao et al., 2022) | hold out a gold evaluation; report the curve against it | the lazy grader |
+# | more samples stop helping without a verifier | majority voting converges to the model's most likely answer | a verifier, or a better model; voting only removes sampling noise | the verifier plot |
+# | pass@$k$ reported from exactly $k$ samples, or as $1 - (1 - c/n)^k$ | a noisy or biased estimate | draw $n > k$ samples and use $1 - \binom{n-c}{k}/\binom{n}{k}$ (`rc.pass_at_k`) | the verifier plot (dots) |
 #
 # The first row, shown: with the single-agent backup on a two-player game, every win counts
 # as good, the opponent's included, so MCTS playing O happily sets up X's wins, even a
@@ -1250,6 +1296,7 @@ assert rc.exercises.check("best_first_why", why_first_popped)
 # | verifier | "a reward model" | a check of an answer (here exact: is it the sum?); what lets more samples or beams turn into more right answers |
 # | pass@$k$ | "accuracy with $k$ tries" | the probability that at least one of $k$ samples is right; estimate it from $n \ge k$ samples as $1 - \binom{n-c}{k}/\binom{n}{k}$ |
 # | self-consistency | "majority voting" | answer the most frequent of $k$ samples; needs no verifier and tends to the model's most likely answer |
+# | over-optimisation | "reward hacking" | pushing harder on a proxy scorer (more samples, more RL steps) past where it agrees with the real goal: the proxy's score keeps rising while the true quality falls |
 
 # %% [markdown]
 # ## Further reading
