@@ -1118,7 +1118,7 @@ assert 0 < np.argmax(gold) < len(NS_PROXY) - 1 and gold[-1] < gold.max() - 0.03 
 # |---|---|---|---|
 # | MCTS loses to a random player | backup without the sign flip: the search helps the opponent | negate the value at each level (negamax), or store values per player | the cell below |
 # | MCTS finds wins and blocks but misplays quiet positions | the rollout's reward read from the wrong player's view | convert the outcome to the view of the player who moved into the leaf (Step 2) | Step 3's checker (quiet positions) |
-# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 2 for values in $[-1, 1]$) | not shown |
+# | the search never explores, or never settles | $c$ on the wrong scale for the rewards | $c$ of the order of the value range; rescale rewards or tune $c$ (here 2 for values in $[-1, 1]$) | below, after the first row |
 # | a few mistakes in quiet positions | too few simulations for quiet defensive moves | measure exhaustively where you can; raise the budget (here 500 was not enough) or add a prior | the budget sweep |
 # | PUCT searches a good move late | the prior gives it little mass (the misleading prior above) | a better prior; mix the root prior with a little noise, as AlphaZero does | the prior study |
 # | the tree changes under you | `apply` mutates the state in place | states immutable, `apply` returns a new one | not shown |
@@ -1146,6 +1146,26 @@ outcomes = [game.winner(play(random_player, wrong_sign_player)[-1]) for _ in ran
 print(f"random (X) vs wrong-sign MCTS (O): X wins {outcomes.count(1)}, "
       f"draws {outcomes.count(0)}, O wins {outcomes.count(-1)}")
 assert outcomes.count(1) >= 3
+
+# %% [markdown]
+# The third row, shown on the fork threat from Use it (O must take an edge), with the default
+# 2000 simulations and 3 seeds: $c = 0$ never explores, $c = 100$ (fifty times the value range)
+# never settles.
+
+# %%
+c_share = {}  # (c, seed) -> the largest share of the visits that one move got
+for c in (0.0, 2.0, 100.0):
+    for seed in range(3):
+        r = rc.mcts(fork_threat, *fns, c=c, seed=seed)
+        c_share[c, seed] = max(r.visits.values()) / sum(r.visits.values())
+        print(f"c = {c:5}: seed {seed} plays {r.action} "
+              f"({'holds the draw' if r.action in optimal_here else 'loses'}), "
+              f"largest visit share {c_share[c, seed]:.2f}")
+        if c == 2.0:
+            assert r.action in optimal_here
+for seed in range(3):
+    assert c_share[0.0, seed] > 0.9  # all on one move: the first that happened to look good
+    assert c_share[100.0, seed] < 0.2  # about 1/6 each: the values are drowned by the bonus
 
 # %% [markdown]
 # ## Exercises
