@@ -147,6 +147,7 @@ __all__ = [
     "style_preferences", "ReviewTask", "review_task",
     # search.decoding
     "BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
+    "pass_at_k",
     # search.mcts
     "MCTSResult", "uct_score", "puct_score", "mcts",
     # search.minimax

@@ -288,6 +288,9 @@ SPECS: dict[str, tuple] = {
                       dict(logits="logits", actions=ints_below(4))),
     "action_gap": (lambda: dict(q=F(3, 4)), dict(q=without("floats", SHORT))),
     "value_ceiling": (lambda: dict(gamma=0.9, max_reward=1.0), dict(max_reward="finite")),
+    # search
+    "pass_at_k": (lambda: dict(n=10, c=np.array([0, 3, 10]), k=4),
+                  dict(n="count", c=ints_below(11, SHORT), k="count")),
     # viz
     "moving_average": (lambda: dict(x=F(6), window=3),
                        dict(x=without("floats", SHORT), window="count")),

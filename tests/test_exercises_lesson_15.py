@@ -25,7 +25,8 @@ def rejected(name, fn, capsys):
 
 
 LESSON_15 = ["uct_score", "path_values", "mcts", "top_p_filter", "beam_search", "visit_policy",
-             "length_normalised", "best_of_n_probs", "best_of_n_kl_question", "best_first_decode"]
+             "length_normalised", "best_of_n_probs", "best_of_n_kl_limit", "best_first_decode",
+             "best_first_why"]
 
 
 @pytest.mark.parametrize("name", LESSON_15)
@@ -66,6 +67,13 @@ UCT_WRONG = {
         lambda q, n, N, c=1.0: uct(q, n, N, c, lambda n, N, c: c * np.sqrt(np.log(n) / n)),
         "the parent's visit count"),
     "a list of one score": (lambda q, n, N, c=1.0: [0.0], "one score per child"),
+    "N taken as the sum of the children's visits": (
+        lambda q, n, N, c=1.0: uct(q, n, np.sum(n), c,
+                                   lambda n, N, c: c * np.sqrt(np.log(max(N, 1)) / n)),
+        "not the sum of the children's visits"),
+    "no special case: sqrt(ln N / 0)": (
+        lambda q, n, N, c=1.0: np.asarray(q, float) + c * np.sqrt(np.log(N) / np.asarray(n, float)),
+        "0 / 0"),
 }
 
 
@@ -95,31 +103,41 @@ def flip_from_the_root(reward, moves, length):
 
 def leaf_first(reward, moves, length):
     leaf = reward if moves % 2 == 0 else -reward
+    return np.array([leaf * (-1.0) ** (length - 1 - i) for i in range(length)])[::-1]
+
+
+def one_short(reward, moves, length):
+    leaf = reward if moves % 2 == 0 else -reward
     return [leaf * (-1.0) ** i for i in range(length)][:length - 1]
 
 
 @pytest.mark.parametrize("fn, diagnosis", [
     (no_flip, "every node got the same value"),
     (parity_off_by_one, "every sign is flipped"),
-    (flip_from_the_root, "every sign is flipped"),  # wrong on every even-length path
-    (leaf_first, "one value per node"),
+    (flip_from_the_root, "you alternated the signs from the root"),
+    (leaf_first, "listed the values leaf first"),
+    (one_short, "one value per node"),
 ])
 def test_path_values_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("path_values", fn, capsys)
 
 
-def test_path_values_flipping_from_the_root_passes_odd_paths_only(capsys):
+def test_path_values_wrong_end_is_not_called_a_parity_mistake(capsys):
+    """Alternating from the root is right on every odd path and flips every sign on an even
+    one, which is also what a wrong parity does there: only the pair of lengths tells them
+    apart, and the diagnosis must say which."""
+    assert np.allclose(flip_from_the_root(1.0, 2, 3), bank.path_values(1.0, 2, 3))
+    assert np.allclose(flip_from_the_root(1.0, 2, 4), -bank.path_values(1.0, 2, 4))
     out = rejected("path_values", flip_from_the_root, capsys)
-    assert "[pass] a win at the leaf itself, path of 3" in out
-    assert "[fail] two rollout moves, path of 4" in out
+    assert "check the rollout's parity" not in out
 
 
 # ----------------------------------------------------------------------------- mcts
 
 
-def student_mcts(sign_flip=True, parity_ok=True, keep_unvisited=True, pick="visits",
-                 count_twice=False):
-    """A readable MCTS with one switch per typical mistake."""
+def student_mcts(sign_flip=True, parity="converted", keep_unvisited=True, pick="visits",
+                 count_twice=False, count_root=True, log_of="parent", expand="random"):
+    """A readable MCTS with one switch per typical mistake (and per legitimate variant)."""
     def search(state, legal_actions, apply, is_terminal, reward, simulations, c=1.0, seed=0):
         rng = np.random.default_rng(seed)
 
@@ -128,15 +146,20 @@ def student_mcts(sign_flip=True, parity_ok=True, keep_unvisited=True, pick="visi
                 self.s, self.kids, self.n, self.w = s, {}, 0, 0.0
                 self.untried = [] if is_terminal(s) else list(legal_actions(s))
 
+        def uct(parent, k):
+            log_n = math.log(max(parent.n, 1)) if log_of == "parent" else math.log(k.n)
+            return k.w / k.n + c * math.sqrt(log_n / k.n)
+
         root = N(state)
         for _ in range(simulations):
             node, path = root, [root]
             while not node.untried and node.kids:
-                kids = list(node.kids.values())
-                node = max(kids, key=lambda k: k.w / k.n + c * math.sqrt(math.log(node.n) / k.n))
+                parent = node
+                node = max(parent.kids.values(), key=lambda k: uct(parent, k))
                 path.append(node)
             if node.untried:
-                a = node.untried.pop(int(rng.integers(len(node.untried))))
+                i = 0 if expand == "in order" else int(rng.integers(len(node.untried)))
+                a = node.untried.pop(i)
                 node.kids[a] = N(apply(node.s, a))
                 node = node.kids[a]
                 path.append(node)
@@ -145,9 +168,14 @@ def student_mcts(sign_flip=True, parity_ok=True, keep_unvisited=True, pick="visi
                 acts = legal_actions(s)
                 s = apply(s, acts[int(rng.integers(len(acts)))])
                 moves += 1
-            value = reward(s) if (moves % 2 == 0) == parity_ok else -reward(s)
+            value = reward(s)
+            if parity == "converted" and moves % 2 == 1:
+                value = -value
+            elif parity == "swapped" and moves % 2 == 0:
+                value = -value
             for nd in reversed(path):
-                nd.n += 2 if count_twice else 1
+                if nd is not root or count_root:
+                    nd.n += 2 if count_twice else 1
                 nd.w += value
                 value = -value if sign_flip else value
         visits = {a: k.n for a, k in root.kids.items()}
@@ -157,27 +185,60 @@ def student_mcts(sign_flip=True, parity_ok=True, keep_unvisited=True, pick="visi
             action = max(visits, key=visits.get)
         elif pick == "fewest":
             action = min(visits, key=visits.get)
+        elif pick == "mean":
+            action = max(root.kids, key=lambda a: root.kids[a].w / root.kids[a].n)
         return action, visits
     return search
 
 
-def test_mcts_a_correct_search_with_its_own_random_stream_passes():
-    assert exercises.check("mcts", student_mcts(), verbose=False)
+@pytest.mark.parametrize("variant", [{}, {"expand": "in order"}, {"pick": "mean"}])
+def test_mcts_correct_searches_with_their_own_random_stream_pass(variant):
+    """A correct search passes whatever its random stream, its expansion order or whether it
+    plays the most visited or the best-valued move (both are used)."""
+    assert exercises.check("mcts", student_mcts(**variant), verbose=False)
 
 
 @pytest.mark.parametrize("fn, diagnosis", [
     (student_mcts(sign_flip=False), "without the sign flip"),
+    (student_mcts(sign_flip=False, parity="none"), "without the sign flip"),
     (student_mcts(count_twice=True), "exactly one child of the root"),
     (student_mcts(pick="fewest"), "play the most visited move"),
     (lambda *a, **k: student_mcts()(*a, **k)[0], "return (action, visits)"),
+    # the three broken searches of the review: each passed the five earlier cases
+    (student_mcts(parity="none"), "from the wrong player's view"),
+    (student_mcts(count_root=False), "the root's own visit count is never increased"),
+    (student_mcts(log_of="child"), "ln takes the child's visits"),
 ])
 def test_mcts_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("mcts", fn, capsys)
 
 
-def test_mcts_wrong_parity_loses_and_is_named_a_losing_move(capsys):
-    out = rejected("mcts", student_mcts(parity_ok=False), capsys)
-    assert "loses against best play" in out or "without the sign flip" in out
+def with_stream(search, offset):
+    """The same search drawing another random stream (each reader's search draws its own)."""
+    def shifted(state, legal_actions, apply, is_terminal, reward, simulations, c=1.0, seed=0):
+        return search(state, legal_actions, apply, is_terminal, reward, simulations, c=c,
+                      seed=seed + 1000 * offset)
+    return shifted
+
+
+@pytest.mark.parametrize("mistake", [{"parity": "none"}, {"count_root": False},
+                                     {"log_of": "child"}])
+def test_mcts_broken_searches_fail_whatever_their_random_stream(mistake):
+    """Not a lucky seed: the checker rejects each broken search for several random streams."""
+    for offset in (1, 2, 3):
+        assert not exercises.check("mcts", with_stream(student_mcts(**mistake), offset),
+                                   verbose=False)
+
+
+def test_mcts_a_correct_search_passes_whatever_its_random_stream():
+    for offset in (1, 2, 3):
+        assert exercises.check("mcts", with_stream(student_mcts(), offset), verbose=False)
+
+
+def test_mcts_swapped_parity_is_named_a_wrong_sign(capsys):
+    out = rejected("mcts", student_mcts(parity="swapped"), capsys)
+    assert "every value has the wrong sign" in out
+    assert "hardly explores" not in out
 
 
 def test_mcts_missing_untried_actions_are_caught(capsys):
@@ -210,11 +271,42 @@ def nucleus(logits, p, rule, probs_first=True, descending=True, per_row=True, as
     return out.reshape(x.shape)
 
 
+def one_past(cum, ranked, p):
+    keep = cum - ranked < p
+    return keep | np.concatenate([[True], keep[:-1]])  # also the token after the nucleus
+
+
+def unstable_softmax(logits, p):
+    x = np.asarray(logits, dtype=float)
+    probs = np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)  # exp(1000) = inf
+    order = np.argsort(-probs, axis=-1, kind="stable")
+    ranked = np.take_along_axis(probs, order, axis=-1)
+    keep = np.zeros(x.shape, dtype=bool)
+    np.put_along_axis(keep, order, np.cumsum(ranked, axis=-1) - ranked < p, axis=-1)
+    return np.where(keep | (p >= 1), x, -np.inf)
+
+
+def hugging_face_top_p(logits, p):
+    """A transcription of transformers' TopPLogitsWarper (src/transformers/generation/
+    logits_process.py): sort ascending, remove the tokens whose cumulative probability is
+    <= 1 - top_p, always keep the last (most likely) one."""
+    x = np.atleast_2d(np.asarray(logits, dtype=float))
+    out = x.copy()
+    for row, dest in zip(x, out):
+        order = np.argsort(row, kind="stable")
+        sorted_logits = row[order]
+        probs = np.exp(sorted_logits - sorted_logits.max())
+        remove = np.cumsum(probs / probs.sum()) <= (1 - p)
+        remove[-1:] = False
+        dest[order[remove]] = -np.inf
+    return out.reshape(np.shape(logits))
+
+
 TOP_P_WRONG = {
     "drops the crossing token": (lambda z, p: nucleus(z, p, lambda cum, r, p: cum < p),
                                  "drop the token that crosses p"),
-    "keeps one too many": (lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r <= p),
-                           "keep too many tokens"),
+    "keeps one past the nucleus": (lambda z, p: nucleus(z, p, one_past), "keep too many tokens"),
+    "unstable softmax": (unstable_softmax, "subtract the largest logit"),
     "ascending sort": (lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r < p, descending=False),
                        "from the most likely down"),
     "no softmax": (lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r < p, probs_first=False),
@@ -224,6 +316,8 @@ TOP_P_WRONG = {
         "along the last axis"),
     "probabilities returned": (
         lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r < p, as_probs=True), "not probabilities"),
+    "a tie slack that drops the top token at a tiny p": (
+        lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r < p - 1e-9), "keep it explicitly"),
     "renormalised logits": (
         lambda z, p: np.where(np.isfinite(rc.top_p_filter(z, p)), rc.top_p_filter(z, p) - 1.0,
                               -np.inf),
@@ -235,6 +329,19 @@ TOP_P_WRONG = {
 def test_top_p_wrong_answers(mistake, capsys):
     fn, diagnosis = TOP_P_WRONG[mistake]
     assert diagnosis in rejected("top_p_filter", fn, capsys)
+
+
+@pytest.mark.parametrize("fn", [
+    hugging_face_top_p,
+    lambda z, p: nucleus(z, p, lambda cum, r, p: cum - r <= p),  # keeps a token at an exact tie
+], ids=["Hugging Face's TopPLogitsWarper", "mass before <= p"])
+def test_top_p_accepts_either_side_of_an_exact_tie(fn):
+    """Where the mass of the more likely tokens equals p, floating-point sums decide whether
+    the next token is kept (HF keeps it in the case below, the reference does not): the checker
+    accepts both, and otherwise the rules agree."""
+    z = np.log([0.05, 0.5, 0.15, 0.3])
+    assert np.isfinite(fn(z, 0.8)).sum() == 3 and np.isfinite(rc.top_p_filter(z, 0.8)).sum() == 2
+    assert exercises.check("top_p_filter", fn, verbose=False)
 
 
 # ----------------------------------------------------------------------------- beam_search
@@ -289,6 +396,32 @@ def test_beam_search_wrong_answers(kwargs, diagnosis, capsys):
     assert diagnosis in rejected("beam_search", fn, capsys)
 
 
+def test_beam_search_hugging_face_convention_is_named(capsys):
+    out = rejected("beam_search", bank._beam_set_aside, capsys)
+    assert "Hugging Face's convention" in out
+    assert "item 1" not in out
+
+
+def test_beam_search_stopping_when_the_best_is_finished_is_named(capsys):
+    def stop_when_best_finished(step, start, width, max_len, eos):
+        live, finished = [(tuple(start), 0.0)], []
+        for _ in range(max_len):
+            cands = []
+            for toks, sc in live:
+                lp = np.asarray(step(toks), dtype=float)
+                cands += [(toks + (v,), sc + lp[v]) for v in range(lp.size) if lp[v] > -np.inf]
+            cands.sort(key=lambda h: -h[1])
+            pool = sorted(finished + cands[:width], key=lambda h: -h[1])[:width]
+            finished = [h for h in pool if h[0][-1] == eos]
+            live = [h for h in pool if h[0][-1] != eos]
+            if not live or pool[0][0][-1] == eos:  # the mistake: the best one is done
+                break
+        return sorted(finished + live, key=lambda h: -h[1])
+
+    out = rejected("beam_search", stop_when_best_finished, capsys)
+    assert "you stopped while" in out and "sequence of" not in out
+
+
 def test_beam_search_returning_too_many_is_caught(capsys):
     def everything(step, start, width, max_len, eos):
         return [(h.tokens, h.score) for h in rc.beam_search(step, start, width + 2, max_len, eos)]
@@ -323,6 +456,8 @@ def power(visits, t, exponent):
      if t > 0 else np.ones(len(v)) / len(v), "not finite"),
     (lambda v, t: np.asarray(v, dtype=float) ** (1 / max(t, 1)), "normalise"),
     (lambda v, t: np.ones(2) / 2, "one probability per move"),
+    (lambda v, t: power(v, t, lambda t: 1 / t) if t >= 0.01 else power(v, 0, None),
+     "a small temperature is not T = 0"),
 ])
 def test_visit_policy_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("visit_policy", fn, capsys)
@@ -342,6 +477,8 @@ def rerank(hyps, start_len, alpha, length, sort=True):
                                 key=lambda x: -x[1]), "do not multiply"),
     (lambda h, s, a=1.0: rerank(h, s, a, lambda t, s: max(len(t) - s - 1, 1)), "<eos> included"),
     (lambda h, s, a=1.0: rerank(h, s, a, lambda t, s: len(t) - s, sort=False), "sort them"),
+    (lambda h, s, a=1.0: rerank(h, s, 1.0, lambda t, s: ((5 + len(t) - s) / 6) ** a),
+     "GNMT's length penalty"),
 ])
 def test_length_normalised_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("length_normalised", fn, capsys)
@@ -358,33 +495,53 @@ def cdf_form(probs, rewards, n, key):
     return cdf**n - (cdf - p) ** n
 
 
+def even_within_levels(probs, rewards, n):
+    p, r = np.asarray(probs, dtype=float), np.asarray(rewards, dtype=float)
+    out = np.zeros_like(p)
+    for level in np.unique(r):
+        at = r == level
+        below, mass = p[r < level].sum(), p[at].sum()
+        out[at] = ((below + mass) ** n - below**n) / at.sum()  # split evenly, not by p
+    return out
+
+
 @pytest.mark.parametrize("fn, diagnosis", [
     (lambda p, r, n: cdf_form(p, r, n, lambda p, r: r), "equal rewards must share"),
     (lambda p, r, n: cdf_form(p, r, n, lambda p, r: p), "rank the outcomes by reward"),
     (lambda p, r, n: (lambda p, r: n * p * np.cumsum(p[np.argsort(r)])[np.argsort(np.argsort(r))]
                       ** (n - 1))(np.asarray(p, float), np.asarray(r, float)), "derivative"),
     (lambda p, r, n: np.asarray(p, float) * 2, "sum to 1"),
+    (lambda p, r, n: even_within_levels(p, r, n), "in proportion to p"),
     (lambda p, r, n: np.zeros(2), "one probability per outcome"),
 ])
 def test_best_of_n_probs_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("best_of_n_probs", fn, capsys)
 
 
-@pytest.mark.parametrize("answer, diagnosis", [("a", "compute both KLs"), ("c", "compute both KLs"),
-                                               ("B", "one of the letters")])
-def test_kl_question_wrong_answers(answer, diagnosis, capsys):
-    assert diagnosis in rejected("best_of_n_kl_question", lambda: answer, capsys)
+@pytest.mark.parametrize("answer, diagnosis", [
+    (math.log(1000), "a single answer"),
+    (math.log(1 / 0.8), "the answers the verifier *passes*"),
+    (math.log(2**20) - 1, "grows without limit"),
+    ("b", "answer with a number"),
+])
+def test_kl_limit_wrong_answers(answer, diagnosis, capsys):
+    assert diagnosis in rejected("best_of_n_kl_limit", answer, capsys)
 
 
-def test_the_kl_question_is_true():
-    """Answer (b) is what the numbers say: no ties reach near the bound, a verifier stays far below."""
+def test_the_kl_limit_is_log_5():
+    """For 1000 equally likely answers and a verifier passing 200, KL(best-of-n || base) climbs
+    to log 5 and stays there, while log n - (n - 1)/n keeps growing."""
     many = np.full(1000, 1e-3)
-    def kl(rewards):
-        q = rc.best_of_n_distribution(many, rewards, 8)
+    passes = (np.arange(1000) < 200).astype(float)
+
+    def kl(n):
+        q = rc.best_of_n_distribution(many, passes, n)
         return float(np.sum(q[q > 0] * np.log(q[q > 0] / many[q > 0])))
-    bound = math.log(8) - 7 / 8
-    assert abs(kl(np.arange(1000.0)) - bound) < 0.01
-    assert kl((np.arange(1000) < 300).astype(float)) < bound - 0.2
+
+    assert kl(8) < kl(64) < kl(512) <= math.log(5) + 1e-9
+    assert abs(kl(512) - math.log(5)) < 1e-9
+    assert math.log(512) - 511 / 512 > 5
+    assert exercises.check("best_of_n_kl_limit", math.log(5), verbose=False)
 
 
 # ----------------------------------------------------------------------------- best_first_decode
@@ -404,6 +561,19 @@ def best_first(step, start, max_len, eos, *, check_len=True, stop_any=False):
             heapq.heappush(queue, (neg - lp[v], toks + (int(v),)))
 
 
+def stop_on_push(step, start, max_len, eos):
+    start = tuple(start)
+    queue = [(0.0, start)]
+    while queue:
+        neg, toks = heapq.heappop(queue)
+        lp = np.asarray(step(toks), dtype=float)
+        for v in np.flatnonzero(lp > -np.inf):
+            new = toks + (int(v),)
+            if new[-1] == eos or len(new) - len(start) == max_len:
+                return new, -(neg - lp[v])  # the mistake: returned when pushed, not popped
+            heapq.heappush(queue, (neg - lp[v], new))
+
+
 @pytest.mark.parametrize("fn, diagnosis", [
     (lambda step, start, max_len, eos: tuple(rc.beam_search(step, start, 1, max_len, eos)[0]),
      "beam of width 1"),
@@ -413,6 +583,7 @@ def best_first(step, start, max_len, eos, *, check_len=True, stop_any=False):
      "at most max_len"),
     (lambda step, start, max_len, eos: best_first(step, start, max_len, eos, stop_any=True),
      "not complete"),
+    (lambda step, start, max_len, eos: stop_on_push(step, start, max_len, eos), "*pushed*"),
 ])
 def test_best_first_decode_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("best_first_decode", fn, capsys)
@@ -423,3 +594,14 @@ def test_best_first_decode_finds_what_every_beam_misses_on_the_counterexample():
     tokens, score = bank.best_first_decode(step, [9], 3, 0)
     assert tokens == (9, 1, 4, 0) and math.isclose(math.exp(score), 0.2)
     assert rc.beam_search(step, [9], 2, 3, 0)[0].score < score
+
+
+@pytest.mark.parametrize("answer, diagnosis", [("b", "does not always score higher"),
+                                               ("c", "a width-1 beam prunes"),
+                                               ("d", "one of the letters")])
+def test_best_first_why_wrong_answers(answer, diagnosis, capsys):
+    assert diagnosis in rejected("best_first_why", answer, capsys)
+
+
+def test_best_first_why_accepts_either_case():
+    assert exercises.check("best_first_why", " A ", verbose=False)

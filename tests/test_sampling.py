@@ -66,6 +66,52 @@ def test_top_p_kept_mass_is_minimal_on_random_rows():
             assert row[mask].min() >= row[~mask].max(initial=0.0)  # the most likely ones
 
 
+def hugging_face_top_p(logits, top_p):
+    """transformers' TopPLogitsWarper (src/transformers/generation/logits_process.py) in numpy:
+    sort ascending, softmax, cumulative sum, remove the tokens with cumulative probability
+    <= 1 - top_p, keep at least the last (most likely) one."""
+    x = np.atleast_2d(np.asarray(logits, dtype=float))
+    out = x.copy()
+    for row, dest in zip(x, out):
+        order = np.argsort(row, kind="stable")
+        probs = softmax(row[order])
+        remove = np.cumsum(probs) <= (1 - top_p)
+        remove[-1:] = False
+        dest[order[remove]] = -np.inf
+    return out.reshape(np.shape(logits))
+
+
+def test_top_p_is_hugging_faces_rule_away_from_exact_ties():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        logits = rng.normal(size=9) * float(rng.uniform(0.3, 3))
+        p = float(rng.uniform(0.05, 0.99))
+        mass_before = np.sort(softmax(logits))[::-1].cumsum() - np.sort(softmax(logits))[::-1]
+        if np.min(np.abs(mass_before - p)) < 1e-6:
+            continue  # an exact tie: the rules may differ in the last bit (next test)
+        assert kept(rc.top_p_filter(logits, p)) == kept(hugging_face_top_p(logits, p))
+
+
+def test_at_an_exact_tie_the_set_that_reaches_p_is_enough():
+    """0.5 + 0.3 = 0.8 = p. Both rules say "keep a token while the mass before it is below p",
+    so two tokens; Hugging Face's float sum 0.05 + 0.15 = 0.2 > 1 - 0.8 = 0.19999999999999996
+    keeps a third. rc.top_p_filter counts a mass within 1e-9 of p as reaching it."""
+    logits = np.log([0.05, 0.5, 0.15, 0.3])
+    assert kept(rc.top_p_filter(logits, 0.8)) == [1, 3]
+    assert kept(hugging_face_top_p(logits, 0.8)) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("p", [1e-10, 1e-12, 5e-324])
+def test_a_tiny_p_keeps_exactly_the_most_likely_token(p):
+    """Below the 1e-9 tie slack no mass counts as "below p"; the top token must survive anyway
+    (issue 12: p = 1e-10 kept no token and sampling silently returned token 0)."""
+    logits = np.array([[1.0, 2.0, 0.5], [3.0, -1.0, 0.0]])
+    assert kept(rc.top_p_filter(logits[0], p)) == [1]
+    assert [kept(row) for row in rc.top_p_filter(logits, p)] == [[1], [0]]
+    draws = rc.sample_token(np.tile(logits[0], (50, 1)), np.random.default_rng(0), top_p=p)
+    assert (draws == 1).all()
+
+
 def test_top_p_ignores_already_masked_tokens():
     logits = np.array([0.0, -np.inf, 0.0])
     assert kept(rc.top_p_filter(logits, 0.9)) == [0, 2]
@@ -84,6 +130,19 @@ def test_temperature_divides_logits_and_sharpens_below_one():
 
     entropies = [entropy(t) for t in (0.25, 0.5, 1.0, 2.0, 4.0)]
     assert np.all(np.diff(entropies) > 0)
+
+
+@pytest.mark.parametrize("t", [1e-300, 1e-310, 5e-324])
+def test_a_tiny_temperature_is_the_greedy_limit_not_nan(t):
+    """logits / 1e-310 overflows to +inf; the filter must give the T -> 0 limit: the most
+    likely tokens (ties kept), never NaN or a rejected +inf."""
+    logits = np.array([[1.0, 2.0, 0.5, 2.0], [-3.0, 0.0, 5.0, 4.0]])
+    out = rc.filter_logits(logits, temperature=t)
+    assert not np.isnan(out).any() and not np.isposinf(out).any()
+    probs = softmax(out)
+    np.testing.assert_allclose(probs, [[0, 0.5, 0, 0.5], [0, 0, 1, 0]], atol=1e-12)
+    draws = rc.sample_token(np.tile(logits[1], (50, 1)), np.random.default_rng(0), temperature=t)
+    assert (draws == 2).all()
 
 
 def test_filters_compose_temperature_then_top_k_then_top_p():

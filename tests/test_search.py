@@ -124,12 +124,36 @@ def test_the_default_search_never_makes_a_losing_move(game, cache, seed):
         assert mistakes == [], [g.render(m) for m in mistakes]
 
 
+def test_ucb1s_constant_on_the_value_range_plays_perfectly_too(game, cache):
+    """c = 2 sqrt 2 (UCB1's sqrt 2 for [0, 1] rewards, doubled for values in [-1, 1]) also makes
+    no mistake at the default budget: the cheat sheet says the default 2 is not a better c."""
+    g, fns = game
+    for side in (1, -1):
+        _, mistakes = audit(g, fns, cache, lambda s: rc.mcts(s, *fns, c=2 * math.sqrt(2)).action,
+                            side)
+        assert mistakes == [], [g.render(m) for m in mistakes]
+
+
 def test_the_audit_catches_a_search_that_is_too_small(game, cache):
     """The same check fails a search of 200 simulations: it is not true by construction."""
     g, fns = game
     mistakes = [m for side in (1, -1) for m in audit(
         g, fns, cache, lambda s: rc.mcts(s, *fns, simulations=200).action, side)[1]]
     assert mistakes
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_budget_the_audit_needs_is_the_same_for_other_seeds(game, cache, seed):
+    """Lesson 15 sweeps the budget with seed 0: 500 simulations still make mistakes, 1000 make
+    none. The same holds for seeds 1 and 2 (measured: 2 and 1 mistakes at 500)."""
+    g, fns = game
+
+    def mistakes(simulations):
+        return sum(len(audit(g, fns, cache, lambda s: rc.mcts(
+            s, *fns, simulations=simulations, seed=seed).action, side)[1]) for side in (1, -1))
+
+    assert mistakes(500) > 0
+    assert mistakes(1000) == 0
 
 
 def test_visits_sum_to_simulations_and_cover_the_legal_actions(game):
@@ -334,6 +358,55 @@ def test_mcts_rejects_bad_input(game):
         rc.mcts(g.initial_state(), *fns, c=-1.0)
     with pytest.raises(ValueError, match="visits"):
         rc.uct_score([0.0, 1.0], [1], 1)
+    for bad_c in (np.inf, np.nan):
+        with pytest.raises(ValueError, match="c"):
+            rc.mcts(g.initial_state(), *fns, c=bad_c)
+        with pytest.raises(ValueError, match="c"):
+            rc.uct_score([0.1], [1], 2, c=bad_c)
+        with pytest.raises(ValueError, match="c"):
+            rc.puct_score([0.1], [1.0], [1], 2, c=bad_c)
+    for bad_reward in (np.inf, -np.inf, np.nan):
+        two_moves = (lambda s: [0, 1], lambda s, a: s + (a,), lambda s: len(s) == 2,
+                     lambda s, r=bad_reward: r if s == (0, 0) else 0.0)
+        with pytest.raises(ValueError, match="reward"):
+            rc.mcts((), *two_moves, simulations=50)
+
+
+# A game that never ends: the state is a counter mod 3 and no state is terminal.
+CYCLE = (lambda s: [0, 1], lambda s, a: (s + 1 + a) % 3, lambda s: False, lambda s: 0.0)
+
+
+def test_mcts_on_a_game_that_never_ends_raises_instead_of_hanging():
+    with pytest.raises(ValueError, match="rollout_depth"):
+        rc.mcts(0, *CYCLE, simulations=3, rollout_limit=1000)
+    # with a depth cut-off the same game is searchable: reward scores the state where it stops
+    result = rc.mcts(0, *CYCLE[:3], lambda s: float(s == 2), simulations=200, rollout_depth=0,
+                     two_player=False)
+    assert result.action == 1  # 0 -> 2 scores 1 at once
+    with pytest.raises(ValueError, match="rollout_limit"):
+        rc.mcts(0, *CYCLE, simulations=3, rollout_limit=0)
+
+
+def test_mcts_on_a_very_deep_game_does_not_recurse():
+    """A single line of 50,000 moves, far past Python's recursion limit: selection, rollout
+    and backup are loops, so the search only costs time."""
+    deep = (lambda s: [0], lambda s, a: s + 1, lambda s: s >= 50_000, lambda s: 1.0)
+    assert rc.mcts(0, *deep, simulations=3).visits == {0: 3}
+
+
+def test_minimax_on_a_cycle_raises_and_on_a_deep_game_does_not_recurse():
+    with pytest.raises(ValueError, match="cycle"):
+        rc.minimax_value(0, *CYCLE)
+    with pytest.raises(ValueError, match="cycle"):
+        rc.perfect_action(0, *CYCLE)
+    # a state reached twice by different lines is not a cycle (tic-tac-toe has many)
+    joins = (lambda s: [0, 1] if s < 2 else [0], lambda s, a: s + 1 + a, lambda s: s >= 4,
+             lambda s: 1.0 if s == 4 else -1.0)
+    assert rc.minimax_value(0, *joins) == 1.0
+    # 20,000 moves deep, far past the recursion limit; the last mover (X after an odd count)
+    deep = (lambda s: [0], lambda s, a: s + 1, lambda s: s == 20_001, lambda s: 1.0)
+    assert rc.minimax_value(0, *deep) == 1.0
+    assert rc.minimax_value(1, *deep) == -1.0
 
 
 # ----------------------------------------------------------------------------- beam search
@@ -478,3 +551,37 @@ def test_best_of_n_rejects_bad_input():
         rc.best_of_n([], score=len)
     with pytest.raises(ValueError, match="score"):
         rc.best_of_n([1.0, 2.0], score=lambda x: float("nan") if x > 1 else x)
+
+
+# ----------------------------------------------------------------------------- pass@k
+
+
+def test_pass_at_k_is_the_fraction_of_k_subsets_with_a_right_sample():
+    for n in (1, 5, 20, 200):
+        for k in range(1, n + 1, max(1, n // 7)):
+            c = np.arange(n + 1)
+            want = [1 - math.comb(n - ci, k) / math.comb(n, k) for ci in c]
+            np.testing.assert_allclose(rc.pass_at_k(n, c, k), want, atol=1e-12)
+    assert float(rc.pass_at_k(10, 0, 3)) == 0.0 and float(rc.pass_at_k(10, 8, 3)) == 1.0
+    assert float(rc.pass_at_k(1000, 500, 900)) == 1.0  # no overflow from C(1000, 900)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_pass_at_k_is_unbiased_and_the_plug_in_estimate_is_not(k):
+    """With c ~ Binomial(n, p), E[estimate] = 1 - (1 - p)^k exactly; 1 - (1 - c/n)^k is low."""
+    n, p = 10, 0.2
+    c = np.arange(n + 1)
+    weights = np.array([math.comb(n, ci) * p**ci * (1 - p) ** (n - ci) for ci in c])
+    truth = 1 - (1 - p) ** k
+    assert float(weights @ rc.pass_at_k(n, c, k)) == pytest.approx(truth, abs=1e-12)
+    plug_in = float(weights @ (1 - (1 - c / n) ** k))
+    assert plug_in < truth - 1e-3 if k > 1 else plug_in == pytest.approx(truth)
+
+
+def test_pass_at_k_rejects_bad_input():
+    with pytest.raises(ValueError, match="k"):
+        rc.pass_at_k(5, 2, 6)
+    with pytest.raises(ValueError, match="c"):
+        rc.pass_at_k(5, 6, 2)
+    with pytest.raises(ValueError, match="c"):
+        rc.pass_at_k(5, 2.5, 2)

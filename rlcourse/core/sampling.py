@@ -36,6 +36,13 @@ def top_p_filter(logits, p: float) -> np.ndarray:
     mass of the tokens ranked before it is still below ``p``, so the most likely token is always
     kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
     Returns float logits of the input's shape with the others set to ``-inf``.
+
+    Ties: a set whose mass equals ``p`` already reaches it, so the next token is dropped; a mass
+    within 1e-9 of ``p`` counts as equal, since a floating-point sum can land on either side.
+    This is the rule of Hugging Face's ``TopPLogitsWarper``, written there the other way round
+    (sort ascending, remove the tokens whose cumulative probability is ``<= 1 - top_p``, i.e.
+    whose mass before is ``>= top_p``); without the slack, rounding can keep one more token at
+    an exact tie (``tests/test_sampling.py`` compares the two).
     """
     x = _check_logits(logits)
     p = float(p)
@@ -49,6 +56,7 @@ def top_p_filter(logits, p: float) -> np.ndarray:
     mass_before = np.cumsum(ranked, axis=-1) - ranked
     # a small slack so that a set whose mass equals p up to rounding counts as reaching it
     keep_ranked = mass_before < p - 1e-9
+    keep_ranked[..., 0] = True  # the most likely token, even for p below the slack (p = 1e-10)
     keep = np.empty_like(keep_ranked)
     np.put_along_axis(keep, order, keep_ranked, axis=-1)
     return np.where(keep, x, -np.inf)
@@ -70,7 +78,14 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
             f"temperature: expected a finite number > 0, got {temperature} "
             "(for greedy decoding take the argmax of the logits)"
         )
-    x = x / temperature
+    with np.errstate(over="ignore"):
+        scaled = x / temperature
+    if np.isposinf(scaled).any():
+        # a tiny temperature overflows: shift each row's maximum to 0 first (softmax does not
+        # change), so the most likely tokens stay at 0 and the others go to -inf, the T -> 0 limit
+        with np.errstate(over="ignore"):
+            scaled = (x - x.max(axis=-1, keepdims=True)) / temperature
+    x = scaled
     if top_k is not None:
         x = top_k_filter(x, top_k)
     if top_p is not None:

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..core._checks import as_float_array, check_count
 
-__all__ = ["BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution"]
+__all__ = ["BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
+           "pass_at_k"]
 
 
 class BeamResult(NamedTuple):
@@ -139,3 +140,29 @@ def best_of_n_distribution(probs, rewards, n: int) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         within = np.where(mass[level_of] > 0, p / mass[level_of], 0.0)
     return within * level_prob[level_of]
+
+
+def pass_at_k(n: int, c, k: int) -> np.ndarray:
+    """Chen et al. (2021)'s unbiased estimate of pass@k from ``n`` samples, ``c`` of them right.
+
+    pass@k is the probability that at least one of k independent samples is right (best-of-k
+    with a perfect verifier). From n >= k samples per problem, of which c are right, the estimate
+    ``1 - C(n - c, k) / C(n, k)`` is the fraction of the k-subsets of the n samples that hold a
+    right one: unbiased for every k <= n, unlike ``1 - (1 - c/n)**k``, which is biased low.
+    Computed as ``1 - prod_{i=n-c+1}^{n} (1 - k/i)``, without huge binomial coefficients.
+
+    ``c`` may be an int or an array of counts (one per problem); returns float of its shape.
+    """
+    n = check_count("n", n)
+    k = check_count("k", k)
+    if k > n:
+        raise ValueError(f"k: expected at most n = {n} (the estimate needs n >= k samples), got {k}")
+    counts = np.asarray(c)
+    if counts.dtype.kind not in "iu" or (counts < 0).any() or (counts > n).any():
+        raise ValueError(f"c: expected integer counts of right samples in [0, {n}], got {c!r}")
+    # log(1 - k/i) for i = k+1 .. n; the product over i = n-c+1 .. n is a difference of sums
+    log_terms = np.log1p(-k / np.arange(k + 1, n + 1))
+    cumulative = np.concatenate([[0.0], np.cumsum(log_terms)])  # cumulative[j]: i = k+1..k+j
+    fails = n - counts  # wrong samples
+    all_wrong = np.exp(cumulative[n - k] - cumulative[np.clip(fails - k, 0, None)])
+    return np.where(fails < k, 1.0, 1.0 - all_wrong)

@@ -145,6 +145,7 @@ def mcts(
     seed: int = 0,
     two_player: bool = True,
     prior: Callable | None = None,
+    rollout_limit: int = 100_000,
 ) -> MCTSResult:
     """Monte Carlo tree search from ``state``; returns ``MCTSResult``.
 
@@ -165,6 +166,12 @@ def mcts(
     up (negamax), so every node holds values for the player who chose it. With
     ``two_player=False`` a single agent makes every move and the value is backed up unchanged.
 
+    Games that may never end: the tree grows by one node per simulation and nothing recurses,
+    so only a rollout can run forever. Without ``rollout_depth``, a rollout that has not reached
+    a terminal state after ``rollout_limit`` moves raises ``ValueError`` (a cyclic game, or one
+    far longer than expected): pass ``rollout_depth`` and a ``reward`` that scores the state
+    where it stops. ``reward`` must be finite (a NaN or an infinite value is an error).
+
     Defaults: 2000 simulations and ``c = 2`` (for values in ``[-1, 1]``) play tic-tac-toe
     perfectly: at every position where it is to move in any game it can play from the start,
     as X or as O against every possible opponent, the search picks a move of the best minimax
@@ -175,9 +182,11 @@ def mcts(
     same result. The chosen action is the most visited one (ties: first in legal order).
     """
     simulations = check_count("simulations", simulations)
-    check_nonnegative("c", c)
+    if not (c >= 0 and math.isfinite(c)):
+        raise ValueError(f"c: expected a finite exploration constant >= 0, got {c}")
     if rollout_depth is not None:
         rollout_depth = check_count("rollout_depth", rollout_depth, low=0)
+    rollout_limit = check_count("rollout_limit", rollout_limit)
     if prior is not None and not callable(prior):
         raise TypeError(f"prior: expected a function state -> probabilities, got {prior!r}")
     if is_terminal(state):
@@ -193,7 +202,7 @@ def mcts(
             path = _select_and_expand_puct(root, c, legal_actions, apply, is_terminal, prior)
         leaf = path[-1]
         value = _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, rollout_depth,
-                         two_player)
+                         two_player, rollout_limit)
         # value is from the view of whoever moved into the leaf; walk up, flipping for negamax
         for node in reversed(path):
             node.visits += 1
@@ -289,11 +298,17 @@ def _select_and_expand_puct(root, c, legal_actions, apply, is_terminal, prior) -
     return path
 
 
-def _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, depth, two_player) -> float:
+def _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, depth, two_player,
+             limit=100_000) -> float:
     """Random moves from ``leaf``; the outcome from the view of the player who moved into it."""
     state, moves = leaf.state, 0
     terminal = leaf.terminal
     while not terminal and (depth is None or moves < depth):
+        if depth is None and moves == limit:
+            raise ValueError(
+                f"rollout: no terminal state after rollout_limit = {limit} random moves from "
+                f"{leaf.state!r}; the game may never end (a cycle). Pass rollout_depth, with a "
+                "reward that scores the state where the rollout stops")
         actions = legal_actions(state)
         if not actions:
             raise ValueError(
@@ -304,8 +319,8 @@ def _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, depth, two_p
         terminal = is_terminal(state)
         moves += 1
     value = float(reward(state))
-    if math.isnan(value):
-        raise ValueError(f"reward: returned NaN for state {state!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"reward: expected a finite value, got {value} for state {state!r}")
     # reward is for whoever made the last move; after an odd number of rollout moves that is
     # the opponent of the player who moved into the leaf
     return -value if two_player and moves % 2 == 1 else value

@@ -9,6 +9,8 @@ Nothing here copies a state: ``apply`` must return a new one and leave its input
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["minimax_values", "minimax_value", "perfect_action"]
 
 
@@ -18,6 +20,8 @@ def minimax_values(state, legal_actions, apply, is_terminal, reward, cache=None)
     Negamax over the full game tree: an action leading to a terminal state is worth
     ``reward`` of that state; any other is worth minus the opponent's best value there.
     ``cache`` (a dict, reused across calls) memoises state values, so states must be hashable.
+    The search is iterative (no recursion limit on long games); a game with a cycle (a state
+    that can come back on a line of play) raises ``ValueError``.
     """
     cache = {} if cache is None else cache
     if is_terminal(state):
@@ -58,9 +62,40 @@ def _action_value(child, legal_actions, apply, is_terminal, reward, cache) -> fl
 
 
 def _state_value(state, legal_actions, apply, is_terminal, reward, cache) -> float:
-    if state not in cache:
-        cache[state] = max(
-            _action_value(apply(state, a), legal_actions, apply, is_terminal, reward, cache)
-            for a in _actions_of(state, legal_actions)
-        )
+    """Negamax value of non-terminal ``state``, depth first with an explicit stack.
+
+    No Python recursion, so a long game does not hit the recursion limit; a state that comes
+    back on the line of play being searched (a cycle) is an error, since a game tree with
+    cycles has no minimax value by backward induction.
+    """
+    if state in cache:
+        return cache[state]
+    # frames: [state, its actions, index of the next action to value, best value so far]
+    frames = [[state, _actions_of(state, legal_actions), 0, -math.inf]]
+    on_line = {state}
+    while frames:
+        frame = frames[-1]
+        node, actions, i, best = frame
+        if i == len(actions):  # every action valued: the node is done
+            cache[node] = best
+            on_line.discard(node)
+            frames.pop()
+            if frames:
+                frames[-1][3] = max(frames[-1][3], -best)
+                frames[-1][2] += 1
+            continue
+        child = apply(node, actions[i])
+        if is_terminal(child):
+            frame[3] = max(best, float(reward(child)))
+            frame[2] += 1
+        elif child in cache:
+            frame[3] = max(best, -cache[child])
+            frame[2] += 1
+        elif child in on_line:
+            raise ValueError(
+                f"the game has a cycle: state {child!r} comes back on a line of play from "
+                f"{state!r}; minimax needs a game in which every line of play ends")
+        else:
+            on_line.add(child)
+            frames.append([child, _actions_of(child, legal_actions), 0, -math.inf])
     return cache[state]

@@ -3,8 +3,9 @@
 Build it: ``uct_score``, ``path_values`` (whose win is it, on the way up), ``mcts`` (the whole
 search), ``top_p_filter`` and ``beam_search``. Exercises: ``visit_policy`` (AlphaZero's
 move distribution), ``length_normalised`` (beam scores divided by length), ``best_of_n_probs``
-(the exact distribution of best-of-n) with ``best_of_n_kl_question``, and
-``best_first_decode`` (exact decoding, which beam search approximates).
+(the exact distribution of best-of-n) with ``best_of_n_kl_limit`` (where its KL levels off
+under a 0/1 verifier), and ``best_first_decode`` (exact decoding, which beam search
+approximates) with ``best_first_why``.
 
 Every ``explain`` recomputes the usual wrong answers and names the one the reader's matches.
 """
@@ -41,6 +42,11 @@ def _uct_cases() -> list[Case]:
         Case("c = 0 is pure exploitation", ([0.3, 0.6], [5, 1], 6, 0.0)),
         Case("a large c favours the rarely visited", ([0.9, -0.5], [50, 2], 52, 5.0)),
         Case("c = 2 on a busy node", ([0.1, 0.4, 0.2, -0.3], [30, 60, 9, 1], 100, 2.0)),
+        # inside a tree a node was visited once before it had children: N = sum(n) + 1
+        Case("a node inside the tree: N is one more than its children's visits",
+             ([0.2, -0.1, 0.4], [3, 5, 2], 11, 1.5)),
+        # ln 1 = 0: a formula that divides by n = 0 gives 0/0 = NaN here, not +inf
+        Case("a node visited once: N = 1, one child tried", ([0.5, 0.0, 0.0], [1, 0, 0], 1, 2.0)),
     ]
 
 
@@ -53,6 +59,9 @@ def _uct_explain(case: Case, got, expected) -> str | None:
     if got.shape != q.shape:
         return f"return one score per child: shape {q.shape}, got {got.shape}"
     unvisited = n == 0
+    if unvisited.any() and np.isnan(got[unvisited]).any():
+        return ("an unvisited child scored NaN: with N = 1, ln N / n is 0 / 0. Do not divide by "
+                "n = 0 and hope for +inf; give every unvisited child +inf explicitly")
     if unvisited.any() and not np.all(np.isposinf(got[unvisited])):
         return ("an unvisited child must score +inf: each child is tried once before any is "
                 "tried twice, and its mean value is not even defined yet")
@@ -70,6 +79,9 @@ def _uct_explain(case: Case, got, expected) -> str | None:
             qs + c * np.sqrt(ln / (ns + 1)),
         "N in ln N is the parent's visit count, the same for every child, not the child's own":
             qs + c * np.sqrt(np.log(ns) / ns),
+        "use the parent_visits you are given for N, not the sum of the children's visits: "
+        "inside a tree a node was visited once before it had any children, so N = sum(n) + 1":
+            qs + c * np.sqrt(math.log(max(n.sum(), 1.0)) / ns),
     }
     for message, value in wrong.items():
         if not _same(value, expected[seen]) and _same(got[seen], value):
@@ -104,31 +116,47 @@ def path_values(reward: float, rollout_moves: int, path_length: int) -> np.ndarr
 
 
 def _path_cases() -> list[Case]:
+    # Each case is graded on two paths, path_length and path_length + 1 nodes (see _path_call):
+    # alternating from the wrong end agrees with the right answer on every path of odd length,
+    # so only a pair of lengths tells it from a wrong parity.
     return [
-        Case("a win at the leaf itself, path of 3", (1.0, 0, 3)),
-        Case("one rollout move, path of 3", (1.0, 1, 3)),
-        Case("two rollout moves, path of 4", (1.0, 2, 4)),
-        Case("a draw stays a draw", (0.0, 3, 2)),
-        Case("five rollout moves, path of 2", (1.0, 5, 2)),
-        Case("the root alone is the leaf", (1.0, 4, 1)),
+        Case("a win at the leaf itself, paths of 3 and 4 nodes", (1.0, 0, 3)),
+        Case("one rollout move, paths of 3 and 4 nodes", (1.0, 1, 3)),
+        Case("two rollout moves, paths of 4 and 5 nodes", (1.0, 2, 4)),
+        Case("a draw stays a draw, paths of 2 and 3 nodes", (0.0, 3, 2)),
+        Case("five rollout moves, paths of 2 and 3 nodes", (1.0, 5, 2)),
+        Case("the root alone is the leaf, then a path of 2", (1.0, 4, 1)),
     ]
+
+
+def _path_call(fn, reward, rollout_moves, path_length):
+    return (fn(reward, rollout_moves, path_length), fn(reward, rollout_moves, path_length + 1))
 
 
 def _path_explain(case: Case, got, expected) -> str | None:
     reward, moves, length = case.args
     try:
-        got = np.asarray(got, dtype=float).reshape(-1)
+        got = [np.asarray(g, dtype=float).reshape(-1) for g in got]
     except (TypeError, ValueError):
         return "return an array of values, one per node of the path"
-    if got.size != length:
-        return f"return one value per node on the path: {length} values, root first"
-    if length > 1 and _same(np.abs(got), np.abs(expected)) and np.ptp(got) == 0:
+    for g, n in zip(got, (length, length + 1)):
+        if g.size != n:
+            return f"return one value per node on the path: {n} values for a path of {n}, root first"
+    flipped = [_same(g, -e) and not _same(g, e) for g, e in zip(got, expected)]
+    right = [_same(g, e) for g, e in zip(got, expected)]
+    if any(n > 1 and _same(np.abs(g), np.abs(e)) and np.ptp(g) == 0 and np.ptp(e) > 0
+           for g, e, n in zip(got, expected, (length, length + 1))):
         return ("every node got the same value: in a two-player game flip the sign at each "
                 "level, each node holds the outcome for the player who moved into it")
-    if _same(got, -expected):
+    if all(flipped):
         return ("every sign is flipped: the *leaf* holds the outcome for the player who moved "
                 "into it (after an even number of rollout moves, zero included, that is the "
-                "last mover), and the signs alternate from the leaf up to the root")
+                "last mover); check the rollout's parity")
+    if any(flipped) and any(right):
+        return ("right on the path of odd length, every sign flipped on the even one: you "
+                "alternated the signs from the root (or listed the values leaf first). The leaf's "
+                "value is fixed by the rollout; the signs alternate from the leaf up, and the list "
+                "goes root first, so the root gets the leaf's value times (-1)^(path_length - 1)")
     return None
 
 
@@ -136,6 +164,7 @@ register(
     "path_values",
     reference=path_values,
     cases=_path_cases,
+    call=_path_call,
     explain=_path_explain,
     hint="first turn the outcome into the view of the player who moved into the leaf (how many "
          "moves did the rollout make?), then alternate the sign on the way up to the root",
@@ -157,13 +186,44 @@ def _after(moves):
 
 class _Judged(tuple):
     """``(action, visits)`` as the reader returns it, plus what the checker needs in ``info``:
-    the minimax-optimal moves, the legal moves, the budget and the move of a search without
-    the sign flip."""
+    the minimax-optimal moves, the legal moves, the budget and, on the positions where the whole
+    visit distribution is compared, a correct search's mean visit shares and the largest total
+    variation allowed."""
 
     def __new__(cls, items, info=None):
         self = super().__new__(cls, items)
         self.info = info
         return self
+
+
+# Positions where the reader's visit distribution is compared with a correct search's (the mean
+# over _TV_SEEDS seeds of rc.mcts): state -> the largest total variation allowed. Measured at 1000
+# simulations, correct searches with their own random streams stay below 0.23 (200 seeds each),
+# while a search that never counts the root's visits (no exploration at the root) or takes ln of
+# the child's own visits lands at 0.3-0.9: it piles its visits on a few moves.
+_TV_LIMIT: dict = {}
+_TV_SEEDS = 8
+_REFERENCE_SHARES: dict = {}  # (state, simulations, c) -> mean visit shares
+
+
+def _shares(visits: dict, keys) -> np.ndarray:
+    counts = np.array([float(visits.get(k, 0)) for k in keys])
+    return counts / max(counts.sum(), 1.0)
+
+
+def _total_variation(a, b) -> float:
+    return float(0.5 * np.abs(np.asarray(a) - np.asarray(b)).sum())
+
+
+def _mean_shares(state, simulations, c) -> np.ndarray:
+    """Mean visit shares of ``rc.mcts`` over _TV_SEEDS seeds (cached)."""
+    key = (state, simulations, c)
+    if key not in _REFERENCE_SHARES:
+        keys = _GAME.legal_actions(state)
+        _REFERENCE_SHARES[key] = np.mean(
+            [_shares(mcts(state, *_FNS, simulations=simulations, c=c, seed=s).visits, keys)
+             for s in range(_TV_SEEDS)], axis=0)
+    return _REFERENCE_SHARES[key]
 
 
 def _mcts_reference(state, legal_actions, apply, is_terminal, reward, simulations, c=2.0,
@@ -173,11 +233,12 @@ def _mcts_reference(state, legal_actions, apply, is_terminal, reward, simulation
                   c=c, seed=seed)
     cache = _MINIMAX_CACHE if isinstance(state, TicTacToeState) else {}
     q = minimax_values(state, legal_actions, apply, is_terminal, reward, cache=cache)
-    no_flip = mcts(state, legal_actions, apply, is_terminal, reward, simulations=simulations,
-                   c=c, seed=seed, two_player=False)
     info = {"optimal": {a for a, v in q.items() if v == max(q.values())},
-            "legal": list(legal_actions(state)), "simulations": simulations,
-            "no_flip_action": no_flip.action}
+            "legal": list(legal_actions(state)), "simulations": simulations, "c": c,
+            "state": state}
+    if isinstance(state, TicTacToeState) and state in _TV_LIMIT:
+        info["tv_limit"] = _TV_LIMIT[state]
+        info["shares"] = _mean_shares(state, simulations, c)
     return _Judged((result.action, dict(result.visits)), info)
 
 
@@ -189,8 +250,23 @@ def _mcts_cases() -> list[Case]:
         ("X forks: two threats at once", [0, 1, 4, 8]),
         ("O must block the diagonal", [0, 2, 4]),
     ]
+    # Quiet positions, searched with 1000 simulations, where the whole visit distribution is
+    # compared too. A correct search finds the right move on each (200 of 200 random streams);
+    # a search that reads the rollout's outcome from the wrong player's view (no parity
+    # conversion, Step 2) finds it on about 1 in 40, and on the fork threat the visits of a
+    # search that hardly explores at the root pile up on one move.
+    quiet = [
+        ("O, X on two edges beside O's edge: only the corners 2 and 8 hold", [1, 3, 5]),
+        ("O, X on two edges around O's edge: only the corners 0 and 6 hold", [3, 5, 7]),
+        ("O, X on opposite corners around O's centre: the visits spread over the edges",
+         [0, 4, 8]),
+    ]
+    for _, moves in quiet:
+        _TV_LIMIT[_after(moves)] = 0.3
     return [Case(label, (_after(moves), *_FNS, 500), {"c": 2.0, "seed": 7})
             for label, moves in cases] + [
+        Case(label, (_after(moves), *_FNS, 1000), {"c": 2.0, "seed": 7})
+        for label, moves in quiet] + [
         Case("two moves, the opponent answers: 0 then 1.0 for them, 1 then 0.6",
              ((), *_TWO_MOVES, 400), {"c": 1.0, "seed": 7})]
 
@@ -206,8 +282,29 @@ _TWO_MOVES = (
 )
 
 
+def _most_visited(result):
+    """The most visited move of a reader's ``(action, visits)``, or None if it is malformed."""
+    visits = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    try:
+        return max(visits, key=visits.get)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _mcts_call(fn, *args, **kwargs):
+    """Run the search on the case, and on two probes of its signs (their most visited moves,
+    not the returned ones, which may be the mistake). In the two-move game every search that
+    flips the sign visits 1 most (100 of 100 random streams, with or without the mistakes that
+    only hurt exploration), and every search without the flip visits 0 most. Where X can win at
+    once (cell 2), a search whose values all have the wrong sign avoids the win."""
+    result = fn(*args, **kwargs)
+    probes = (_most_visited(fn((), *_TWO_MOVES, 400, c=1.0, seed=7)),
+              _most_visited(fn(_after([0, 3, 1, 4]), *_FNS, 200, c=2.0, seed=7)))
+    return result, probes
+
+
 def _mcts_compare(got, expected) -> str | None:
-    expected = expected.info
+    got, expected = got[0], expected[0].info
     if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict)):
         return "return (action, visits): the move to play and a dict {action: visit count}"
     action, visits = got
@@ -223,15 +320,90 @@ def _mcts_compare(got, expected) -> str | None:
     if action not in expected["optimal"]:
         return (f"you play {action}, which loses against best play; the moves that hold the "
                 f"best outcome are {sorted(expected['optimal'])}")
+    if "tv_limit" in expected:
+        tv = _total_variation(_shares(visits, expected["legal"]), expected["shares"])
+        if tv > expected["tv_limit"]:
+            return (f"your visit counts are far from a correct search's (total variation "
+                    f"{tv:.2f} > {expected['tv_limit']} from the mean of {_TV_SEEDS} searches)")
     return None
 
 
+class _VariantNode:
+    __slots__ = ("state", "visits", "total", "untried", "children")
+
+    def __init__(self, state):
+        self.state, self.visits, self.total, self.children = state, 0, 0.0, {}
+        self.untried = [] if _GAME.is_terminal(state) else _GAME.legal_actions(state)
+
+
+def _variant_shares(state, simulations, c, seeds=range(4), parity=True) -> np.ndarray:
+    """Mean visit shares of a plain UCT search with one switch: ``parity=False`` reads the
+    rollout's outcome as if it were from the view of the player who moved into the leaf."""
+    keys = _GAME.legal_actions(state)
+    out = []
+    for seed in seeds:
+        draw = np.random.default_rng(10_000 + seed)
+        root = _VariantNode(state)
+        for _ in range(simulations):
+            node, path = root, [root]
+            while not node.untried and node.children:
+                log_n = math.log(node.visits)
+                node = max(node.children.values(),
+                           key=lambda k: k.total / k.visits + c * math.sqrt(log_n / k.visits))
+                path.append(node)
+            if node.untried:
+                a = node.untried.pop(int(draw.integers(len(node.untried))))
+                node.children[a] = _VariantNode(_GAME.apply(node.state, a))
+                node = node.children[a]
+                path.append(node)
+            leaf, moves = node.state, 0
+            while not _GAME.is_terminal(leaf):
+                actions = _GAME.legal_actions(leaf)
+                leaf = _GAME.apply(leaf, actions[int(draw.integers(len(actions)))])
+                moves += 1
+            value = _GAME.reward(leaf)
+            if parity and moves % 2 == 1:
+                value = -value
+            for m in reversed(path):
+                m.visits += 1
+                m.total += value
+                value = -value
+        out.append(_shares({a: k.visits for a, k in root.children.items()}, keys))
+    return np.mean(out, axis=0)
+
+
 def _mcts_explain(case: Case, got, expected) -> str | None:
-    expected = expected.info
-    if isinstance(got, tuple) and len(got) == 2 and got[0] not in expected["optimal"] \
-            and got[0] == expected["no_flip_action"]:
-        return ("you play the move a search *without the sign flip* plays: your backup adds "
-                "the opponent's wins as if they were yours, so the search helps the opponent")
+    (got, (two_move, win_now)), info = got, expected[0].info
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict)) or \
+            sorted(got[1]) != sorted(info["legal"]):
+        return None  # compare's message says what is malformed
+    if two_move == 0:  # in the two-move game only a search without the sign flip prefers 0
+        return ("your search plays like one *without the sign flip* (in the two-move game it "
+                "visits 0 most, where the opponent then takes 1.0): your backup adds the opponent's "
+                "wins as if they were yours, so the search helps the opponent")
+    if win_now is not None and win_now != 2:
+        return ("your search avoids its own wins (where X can win at once at 2, it visits "
+                f"{win_now} most): every value has the wrong sign. The leaf's value must be the "
+                "outcome for the player who moved into the leaf: reward(s) is for whoever made "
+                "the rollout's last move, the same player after an even number of rollout moves "
+                "(zero included)")
+    if "tv_limit" not in info:
+        return None
+    action, visits = got
+    state, sims, c = info["state"], info["simulations"], info["c"]
+    share = _shares(visits, info["legal"])
+    tv_ref = _total_variation(share, info["shares"])
+    tv_no_parity = _total_variation(share, _variant_shares(state, sims, c, parity=False))
+    if tv_no_parity < min(0.1, tv_ref):
+        return ("your visits look like a search's that reads the rollout's outcome from the "
+                "wrong player's view: reward(leaf) is for whoever made the rollout's *last* move; "
+                "convert it to the view of the player who moved into the leaf node (negate it "
+                "after an odd number of rollout moves, Step 2) before backing it up")
+    if tv_ref > info["tv_limit"]:
+        return (f"your search hardly explores: {max(share):.0%} of the visits went to one move "
+                f"(a correct search gives it {info['shares'][int(np.argmax(share))]:.0%}). The "
+                "usual causes: the root's own visit count is never increased, so ln N stays 0 "
+                "at the root; or ln takes the child's visits instead of the parent's N")
     return None
 
 
@@ -239,6 +411,7 @@ register(
     "mcts",
     reference=_mcts_reference,
     cases=_mcts_cases,
+    call=_mcts_call,
     compare=_mcts_compare,
     explain=_mcts_explain,
     hint="loop: select down by UCT while the node has no untried move, expand one untried "
@@ -253,12 +426,53 @@ def _top_p_cases() -> list[Case]:
     rng = np.random.default_rng(15)
     return [
         Case("keep two of four", (np.log([0.05, 0.5, 0.15, 0.3]), 0.7)),
-        Case("mass exactly p", (np.log([0.05, 0.5, 0.15, 0.3]), 0.8)),
+        # 0.5 + 0.3 = 0.8 = p: the two tokens reach p, so the rule keeps two; a floating-point
+        # sum can land a hair on either side of p, so keeping the third is accepted too
+        Case("mass exactly p (a tie: two or three tokens accepted)",
+             (np.log([0.05, 0.5, 0.15, 0.3]), 0.8)),
         Case("tiny p keeps the top token", (np.log([0.2, 0.3, 0.5]), 0.01)),
+        # below any tie slack: `mass_before < p - 1e-9` keeps nothing unless the top token is
+        # kept explicitly (issue 12: rc.top_p_filter itself once returned an all -inf row here)
+        Case("p = 1e-12, below any rounding slack: still the top token",
+             (np.log([0.2, 0.3, 0.5]), 1e-12)),
         Case("p = 1 keeps everything", (np.array([0.0, -1.0, 2.0]), 1.0)),
         Case("unnormalised logits", (np.array([3.0, 1.0, 2.5, -1.0, 0.0]), 0.6)),
+        Case("large logits: exp(1000) overflows", (np.array([1000.0, 999.0, 990.0, 998.0]), 0.9)),
         Case("a batch of rows", (rng.normal(size=(3, 6)), 0.9)),
     ]
+
+
+_TIE = 1e-9  # top_p_filter's slack: a mass within this of p counts as reaching p
+
+
+class _Filtered(np.ndarray):
+    """The reference's filtered logits, plus ``alternative``: the same with the tied token
+    kept too, when the mass before some token equals p up to rounding (else None)."""
+
+    alternative = None
+
+
+def _top_p_reference(logits, p):
+    out = top_p_filter(logits, p).view(_Filtered)
+    x = np.asarray(logits, dtype=float)
+    probs = np.exp(x - x.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    order = np.argsort(-probs, axis=-1, kind="stable")
+    ranked = np.take_along_axis(probs, order, axis=-1)
+    tied_ranked = np.abs(np.cumsum(ranked, axis=-1) - ranked - p) <= _TIE
+    if p < 1.0 and tied_ranked.any():
+        tied = np.zeros_like(tied_ranked)
+        np.put_along_axis(tied, order, tied_ranked, axis=-1)
+        out.alternative = np.where(tied, x, np.asarray(out))
+    return out
+
+
+def _top_p_compare(got, expected) -> str | None:
+    reason = default_compare(got, np.asarray(expected))
+    if reason and expected.alternative is not None and \
+            default_compare(got, expected.alternative) is None:
+        return None
+    return reason
 
 
 def _top_p_variants(logits, p):
@@ -289,8 +503,6 @@ def _top_p_variants(logits, p):
         "you drop the token that crosses p: keep a token while the mass *before* it is below "
         "p, so the kept mass reaches p (and the top token is always kept)":
             keep(cum < p, order),
-        "you keep too many tokens: the set must stop as soon as its mass reaches p":
-            keep(cum - ranked <= p + 1e-12, order) if p < 1 else None,
         "sort by probability from the most likely down, not from the least likely up":
             keep(np.cumsum(asc_ranked, axis=-1) - asc_ranked < p, asc),
         "turn logits into probabilities (softmax) before adding up their mass":
@@ -307,6 +519,14 @@ def _top_p_explain(case: Case, got, expected) -> str | None:
         return "return the filtered logits as an array"
     if got.shape != np.shape(expected):
         return f"return logits of the input's shape {np.shape(expected)}, got {got.shape}"
+    if np.isnan(got).any() or not np.isfinite(got).any(axis=-1).all():
+        big = np.max(np.asarray(case.args[0], dtype=float)) > 700
+        tiny = case.args[1] < 1e-6
+        return ("a row kept no token (or got NaN): the most likely token is always kept"
+                + ("; with a p this small a tie slack (mass before < p - eps) drops even the "
+                   "top token: keep it explicitly" if tiny else "")
+                + ("; here exp(logit) overflows to inf and inf / inf is NaN: subtract the "
+                   "largest logit before exp (a stable softmax)" if big else ""))
     if not np.isneginf(got).any() and np.isneginf(expected).any() and \
             ((got >= 0) & (got <= 1)).all():
         return ("return logits, with -inf for the dropped tokens, not probabilities: sampling "
@@ -325,8 +545,9 @@ def _top_p_explain(case: Case, got, expected) -> str | None:
 
 register(
     "top_p_filter",
-    reference=top_p_filter,
+    reference=_top_p_reference,
     cases=_top_p_cases,
+    compare=_top_p_compare,
     explain=_top_p_explain,
     hint="probabilities first, then walk down from the most likely token and keep tokens "
          "until the mass kept so far reaches p",
@@ -380,6 +601,17 @@ NOT_MONOTONE = {
 }
 
 
+# A finished hypothesis takes a place in the beam: with width 2, <eos> after 9 (0.5) and B = 1
+# (0.3) are kept and C = 2 (0.2) is pruned, so the second answer is 9 1 <eos> (0.15). Hugging
+# Face's convention sets 9 <eos> aside and keeps two live beams, B and C, and finds 9 2 <eos>
+# (0.2) instead.
+TAKES_A_PLACE = {
+    (9,): {0: 0.5, 1: 0.3, 2: 0.2},
+    (9, 1): {0: 0.5, 3: 0.5},
+    (9, 2): {0: 1.0},
+}
+
+
 def _beam_cases() -> list[Case]:
     rng = np.random.default_rng(151)
     random_table = rng.dirichlet(np.ones(5), size=5)
@@ -390,14 +622,62 @@ def _beam_cases() -> list[Case]:
         Case("a random bigram model", (_table_step(random_table), [4], 3, 4, 0)),
         Case("finished hypotheses compete for the beam", (_tree_step(NOT_MONOTONE, 10), [9], 2, 3, 0)),
         Case("a wide beam on a random model", (_table_step(random_table), [4], 4, 3, 0)),
+        Case("a finished hypothesis takes one of the beam's places",
+             (_tree_step(TAKES_A_PLACE, 10), [9], 2, 2, 0)),
     ]
+
+
+def _as_hypotheses(got):
+    """``got`` as a list of (tuple of ints, float), or None if it is not a list of pairs."""
+    try:
+        return [(tuple(int(t) for t in h[0]), float(h[1])) for h in got]
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _beam_compare(got, expected) -> str | None:
+    hyps = _as_hypotheses(got)
+    if hyps is None:
+        return "return a list of (tokens, score) pairs, best first"
+    if len(hyps) != len(expected):
+        return (f"expected {len(expected)} hypotheses, got {len(hyps)}: "
+                f"expected {[h.tokens for h in expected]}, got {[h[0] for h in hyps]}")
+    for i, ((tokens, score), want) in enumerate(zip(hyps, expected)):
+        if tokens != want.tokens:
+            return (f"hypothesis {i}: expected {want.tokens} (log-prob {want.score:.4f}), "
+                    f"got {tokens}")
+        if not math.isclose(score, want.score, rel_tol=1e-6, abs_tol=1e-9):
+            return f"hypothesis {i} {tokens}: expected score {want.score:.6f}, got {score:.6f}"
+    return None
+
+
+def _beam_set_aside(step, start, width, max_len, eos) -> list:
+    """Hugging Face's convention: ``width`` *live* beams at every step; a candidate ending in
+    eos that ranks among the ``width`` best is set aside as finished and takes no place."""
+    live, finished = [(tuple(start), 0.0)], []
+    for _ in range(max_len):
+        candidates = []
+        for tokens, score in live:
+            logp = np.asarray(step(tokens), dtype=float)
+            candidates += [(tokens + (v,), score + logp[v]) for v in range(logp.size)
+                           if logp[v] > -np.inf]
+        candidates.sort(key=lambda h: -h[1])
+        live = []
+        for rank, h in enumerate(candidates):
+            if h[0][-1] == eos:
+                if rank < width:
+                    finished.append(h)
+            elif len(live) < width:
+                live.append(h)
+        if not live:
+            break
+    return sorted(finished + live, key=lambda h: -h[1])[:width]
 
 
 def _beam_explain(case: Case, got, expected) -> str | None:
     step, start, width, max_len, eos = case.args
-    try:
-        hyps = [(tuple(int(t) for t in h[0]), float(h[1])) for h in got]
-    except (TypeError, ValueError, IndexError):
+    hyps = _as_hypotheses(got)
+    if hyps is None:
         return "return a list of (tokens, score) pairs, best first"
     if not hyps:
         return "return at least the best hypothesis"
@@ -421,6 +701,17 @@ def _beam_explain(case: Case, got, expected) -> str | None:
                         "not their mean (length normalisation is a later, separate choice)")
             return (f"the score of {tokens} should be the sum of its tokens' log-probabilities, "
                     f"{true:.4f}, got {score:.4f}")
+    tokens_got = [h[0] for h in hyps]
+    aside = [h[0] for h in _beam_set_aside(step, start, width, max_len, eos)]
+    if tokens_got == aside and aside != [h.tokens for h in expected]:
+        return ("you keep beam_width *live* hypotheses and set the finished ones aside (Hugging "
+                "Face's convention); here a finished hypothesis competes for the beam: it takes "
+                "one of the beam_width places as long as it is among the best")
+    unfinished = [h for h in hyps if h[0][-1] != eos and len(h[0]) - n_start < max_len]
+    if hyps[0][0] == expected[0].tokens and unfinished:
+        return (f"you stopped while {unfinished[0][0]} was still growing: stop only when every "
+                "kept hypothesis is finished or max_len tokens are generated, not when the best "
+                "one is")
     best = expected[0]
     if hyps[0][1] < best.score - 1e-9:
         if any(len(h[0]) - n_start < max_len and h[0][-1] == eos for h in expected[:width]) and \
@@ -437,6 +728,7 @@ register(
     "beam_search",
     reference=beam_search,
     cases=_beam_cases,
+    compare=_beam_compare,
     explain=_beam_explain,
     hint="extend every live hypothesis by every possible token, pool them with the finished "
          "ones, keep the beam_width best; the ones ending in eos are finished and stop growing",
@@ -470,6 +762,8 @@ def _visit_cases() -> list[Case]:
         Case("T = 0 plays the most visited", ([5, 80, 15], 0.0)),
         Case("T = 0 splits ties evenly", ([40, 10, 40, 10], 0.0)),
         Case("a small T on large counts", ([700, 800, 500], 0.002)),
+        # (799/800)^(1/0.005) = 0.78: a small T on nearly tied counts is far from T = 0
+        Case("a small T on nearly tied counts", ([799, 800, 100], 0.005)),
     ]
 
 
@@ -488,6 +782,12 @@ def _visit_explain(case: Case, got, expected) -> str | None:
         return "normalise: the probabilities must sum to 1"
     if t > 0 and _same(got, n**t / (n**t).sum()):
         return "the exponent is 1 / T, not T: a small temperature must sharpen the distribution"
+    top = (n == n.max()) / (n == n.max()).sum()
+    if t > 0 and _same(got, top) and not _same(top, expected):
+        return ("all the mass on the most visited move, but a small temperature is not T = 0: "
+                "nearly tied counts keep comparable mass ((N_a / N_max) ** (1 / T) is far from 0 "
+                "here); only T = 0 itself is the argmax. (A softmax of N / T also collapses "
+                "like this; AlphaZero's rule is the power 1 / T.)")
     if t > 0:
         soft = np.exp((n - n.max()) / t)
         if _same(got, soft / soft.sum()):
@@ -562,7 +862,11 @@ def _length_explain(case: Case, got, expected) -> str | None:
             return "divide by the length to the power alpha, do not multiply"
         if agrees(lambda k, s: s / (len(k) - start_len - 1) ** alpha if len(k) - start_len > 1
                   else s):
-            return "the length counts every generated token, the final <eos> included"
+            return ("the length counts every generated token, the final <eos> included (as "
+                    "recent transformers versions count it when a beam finishes)")
+        if agrees(lambda k, s: s / ((5 + len(k) - start_len) / 6) ** alpha):
+            return ("that is GNMT's length penalty ((5 + |y|) / 6)^alpha (Wu et al., 2016); "
+                    "Hugging Face's generate, and this exercise, divide by |y|^alpha")
         if all(math.isclose(got_scores[k], v, rel_tol=1e-6) for k, v in dict(expected).items()):
             return "the scores are right; sort them best (highest) first"
     return None
@@ -613,6 +917,14 @@ def _best_of_n_explain(case: Case, got, expected) -> str | None:
     if _same(got, n * p * np.clip(cdf, 0, 1) ** (n - 1)):
         return ("n p F^(n-1) is only the derivative (density) form, exact for continuous "
                 "rewards; for discrete outcomes use F(l)^n - F(l-)^n")
+    levels, level_of = np.unique(r, return_inverse=True)
+    level_mass = np.bincount(level_of, weights=expected, minlength=levels.size)
+    members = np.bincount(level_of, minlength=levels.size)
+    even = level_mass[level_of] / members[level_of]
+    if not _same(even, expected) and _same(got, even):
+        return ("within a reward level, share the level's probability in proportion to p, not "
+                "evenly: the kept outcome is the first draw to reach the level, an ordinary draw "
+                "from it")
     if not np.isclose(got.sum(), 1.0):
         return "the probabilities of the kept outcome must sum to 1"
     return None
@@ -628,22 +940,52 @@ register(
 )
 
 
-def _kl_question_reference() -> str:
-    """Multiple choice, answered by computation in the lesson's exercise."""
-    return "b"
+def _kl_limit_reference() -> float:
+    """The limit of KL(best-of-n || base) as n grows, for 1000 equally likely answers and a 0/1
+    verifier that passes 200 of them: all the mass ends on the right answers, in the base's
+    proportions (uniform over the 200), so the KL tends to log(1000 / 200) = log 5."""
+    return math.log(5.0)
+
+
+def _as_number(got):
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _kl_limit_compare(got, expected) -> str | None:
+    value = _as_number(got)
+    if value is None:
+        return f"answer with a number of nats, got {got!r}"
+    return None if abs(value - expected) < 0.01 else f"not {value:.3f}"
+
+
+def _kl_limit_explain(case: Case, got, expected) -> str | None:
+    value = _as_number(got)
+    if value is None:
+        return "answer with a number (in nats), e.g. 0.5"
+    if abs(value - math.log(1000)) < 0.05:
+        return ("log 1000 is the KL of putting all the mass on a single answer; the verifier "
+                "cannot tell the 200 right answers apart, so best-of-n keeps the base's "
+                "proportions among them")
+    if abs(value - math.log(1 / 0.8)) < 0.05:
+        return "the mass ends on the answers the verifier *passes* (20% of the base), not on the others"
+    if value > 3:
+        return ("the bound log n - (n - 1)/n grows without limit, but with a 0/1 verifier the "
+                "KL levels off: where does all the mass go as n grows, and in what proportions?")
+    return None
 
 
 register(
-    "best_of_n_kl_question",
-    reference=_kl_question_reference,
-    cases=[Case("your choice")],
-    compare=lambda got, expected: None if got == expected else f"not {got!r}",
-    explain=lambda case, got, expected: (
-        "compute both KLs: without ties best-of-n reaches log n - (n-1)/n; a 0/1 verifier "
-        "lumps every right answer into one level, so best-of-n only moves mass between two "
-        "levels and stays below it"
-        if got in ("a", "c") else "answer with one of the letters 'a', 'b' or 'c'"),
-    hint="compute KL(best-of-n || base) for both rewards with your best_of_n_probs",
+    "best_of_n_kl_limit",
+    reference=_kl_limit_reference,
+    cases=[Case("the KL of best-of-n with a verifier, as n grows without limit")],
+    compare=_kl_limit_compare,
+    explain=_kl_limit_explain,
+    hint="as n grows, where does best-of-n put all its mass, and in what proportions within it? "
+         "KL to the base is then a log of one probability",
 )
 
 # ----------------------------------------------------------------------------- best_first_decode
@@ -693,6 +1035,27 @@ def _best_first_compare(got, expected) -> str | None:
     return None
 
 
+def _best_first_stop_on_push(step, start, max_len, eos, best_extension=False):
+    """The usual slip: stop as soon as a complete hypothesis is *pushed* (the first complete
+    extension in token order, or the best complete extension of the popped hypothesis)."""
+    start = tuple(int(t) for t in start)
+    queue = [(0.0, start)]
+    while queue:
+        neg, tokens = heapq.heappop(queue)
+        logp = np.asarray(step(tokens), dtype=float)
+        done = []
+        for v in np.flatnonzero(logp > -np.inf):
+            new = tokens + (int(v),)
+            if new[-1] == eos or len(new) - len(start) == max_len:
+                if not best_extension:
+                    return new
+                done.append((neg - float(logp[v]), new))
+            heapq.heappush(queue, (neg - float(logp[v]), new))
+        if done:
+            return min(done)[1]
+    return None
+
+
 def _best_first_explain(case: Case, got, expected) -> str | None:
     step, start, max_len, eos = case.args
     try:
@@ -706,12 +1069,49 @@ def _best_first_explain(case: Case, got, expected) -> str | None:
                 "hypothesis ends in eos or has max_len generated tokens")
     if len(tokens) - n_start > max_len:
         return f"a hypothesis may have at most max_len = {max_len} generated tokens"
-    for width in (1, 2, 3):
-        beam = beam_search(step, start, width, max_len, eos)[0]
-        if beam.tokens == tokens and beam.tokens != expected[0]:
-            return (f"that is what a beam of width {width} finds; exact search must not prune: "
-                    "keep every partial hypothesis in the queue")
-    return None
+    pushed = any(tokens == _best_first_stop_on_push(step, start, max_len, eos, best)
+                 for best in (False, True))
+    width = next((w for w in (1, 2, 3)
+                  if beam_search(step, start, w, max_len, eos)[0].tokens == tokens), None)
+    if tokens == expected[0] or not (pushed or width):
+        return None
+    stop = ("you stopped when a complete hypothesis was *pushed*; it is optimal only when it is "
+            "*popped*: until then a partial hypothesis still in the queue scores higher and may "
+            "extend to something better")
+    prune = (f"that is what a beam of width {width} finds; exact search must not prune: keep "
+             "every partial hypothesis in the queue")
+    if pushed and width:
+        return (f"that is what a beam of width {width} finds, and also what stopping as soon as a "
+                "complete hypothesis is *pushed* finds: exact search must neither prune nor stop "
+                "before a complete hypothesis is *popped*")
+    return stop if pushed else prune
+
+
+def _best_first_why_reference() -> str:
+    return "a"
+
+
+_BEST_FIRST_WHY = {
+    "b": ("a shorter sequence does not always score higher: each token's log-probability "
+          "can be near 0 on one branch and very negative on another"),
+    "c": ("a width-1 beam prunes: on the lesson's branching model it finds a worse answer than "
+          "exact search, so agreeing with it proves nothing"),
+}
+
+
+def _letter(got):
+    return got.strip().lower() if isinstance(got, str) else None
+
+
+register(
+    "best_first_why",
+    reference=_best_first_why_reference,
+    cases=[Case("your choice")],
+    compare=lambda got, expected: None if _letter(got) == expected else f"not {got!r}",
+    explain=lambda case, got, expected: _BEST_FIRST_WHY.get(
+        _letter(got), "answer with one of the letters 'a', 'b' or 'c'"),
+    hint="what can an extension do to a hypothesis' score, when every log-probability is <= 0?",
+)
 
 
 register(
