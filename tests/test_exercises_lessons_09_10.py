@@ -11,7 +11,7 @@ import pytest
 import rlcourse as rc
 from rlcourse.course import exercises
 
-LESSON_09 = ["bootstrap_values", "td_errors", "gae", "a2c_loss", "n_step_advantages",
+LESSON_09 = ["bootstrap_values", "td_errors_rollout", "gae", "a2c_loss", "n_step_advantages",
              "why_intermediate_n_is_noisy", "average_truncated_return", "vtrace_targets"]
 LESSON_10 = ["ppo_ratio", "ppo_clip_objective", "ppo_loss", "approx_kl", "clip_fraction",
              "dual_clip_objective", "clipped_value_loss", "why_max_in_value_loss",
@@ -30,6 +30,34 @@ def rejects(name, fn, diagnosis, capsys):
 @pytest.mark.parametrize("name", LESSON_09 + LESSON_10)
 def test_registered_and_reference_passes(name):
     assert exercises.check(name, exercises.get(name).reference, verbose=False)
+
+
+def test_registry_refuses_a_duplicate_name():
+    """Two lessons' banks once both registered "td_errors"; the later import silently replaced
+    lesson 09's exercise and its check cell failed. ``register`` now refuses the second one."""
+    from rlcourse.course.registry import _REGISTRY, Case, register
+
+    before = _REGISTRY["td_errors_rollout"]
+    with pytest.raises(ValueError, match="'td_errors_rollout' is already registered"):
+        register("td_errors_rollout", lambda r: r, [Case("x", (1.0,))])
+    assert _REGISTRY["td_errors_rollout"] is before
+    # lesson 05's exercise keeps its own name and signature (rewards, values, terminated, gamma)
+    assert "td_errors" in _REGISTRY and _REGISTRY["td_errors"] is not before
+
+
+def test_every_register_call_in_the_bank_uses_its_own_name():
+    """Catch a duplicate in the source too (a name registered under a condition, or twice)."""
+    import collections
+    import pathlib
+    import re
+
+    bank = pathlib.Path(exercises.__file__).parent / "bank"
+    names = []
+    for path in sorted(bank.glob("*.py")):
+        text = path.read_text()
+        names += re.findall(r"(?:\bregister|_choice)\(\s*\n?\s*\"([A-Za-z0-9_]+)\"", text)
+    assert len(names) > 50, names
+    assert not [n for n, k in collections.Counter(names).items() if k > 1]
 
 
 # ================================================================ lesson 09
@@ -70,7 +98,7 @@ def test_bootstrap_values_right_answer_written_differently():
      "you dropped the reward of the terminating step"),
 ])
 def test_td_errors_wrong_answers(fn, diagnosis, capsys):
-    rejects("td_errors", fn, diagnosis, capsys)
+    rejects("td_errors_rollout", fn, diagnosis, capsys)
 
 
 def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values", late=False):

@@ -192,7 +192,7 @@ def my_td_errors(rewards, values, next_values, terminated, gamma):
 
 
 # %%
-assert rc.exercises.check("td_errors", my_td_errors)
+assert rc.exercises.check("td_errors_rollout", my_td_errors)
 
 # %% [markdown]
 # **Step 3: GAE.** Loop backwards over time, all copies at once, and return

@@ -150,7 +150,7 @@ def _td_explain(case, got, expected):
 
 
 register(
-    "td_errors", _td_errors_reference, _td_cases, explain=_td_explain,
+    "td_errors_rollout", _td_errors_reference, _td_cases, explain=_td_explain,
     hint="what happened (a reward, then the discounted value of what came next) minus what the "
          "critic expected; a terminal next state is worth nothing",
 )
