@@ -11,11 +11,11 @@ import pytest
 import rlcourse as rc
 from rlcourse.course import exercises
 
-LESSON_09 = ["bootstrap_values", "td_errors", "gae", "a2c_loss", "n_step_advantages",
+LESSON_09 = ["bootstrap_values", "td_errors_rollout", "gae", "a2c_loss", "n_step_advantages",
              "why_intermediate_n_is_noisy", "average_truncated_return", "vtrace_targets"]
 LESSON_10 = ["ppo_ratio", "ppo_clip_objective", "ppo_loss", "approx_kl", "clip_fraction",
              "dual_clip_objective", "clipped_value_loss", "why_max_in_value_loss",
-             "kl_penalty_objective", "adapt_beta"]
+             "kl_penalty_objective", "adapt_beta", "where_the_penalties_end"]
 
 
 def rejects(name, fn, diagnosis, capsys):
@@ -30,6 +30,34 @@ def rejects(name, fn, diagnosis, capsys):
 @pytest.mark.parametrize("name", LESSON_09 + LESSON_10)
 def test_registered_and_reference_passes(name):
     assert exercises.check(name, exercises.get(name).reference, verbose=False)
+
+
+def test_registry_refuses_a_duplicate_name():
+    """Two lessons' banks once both registered "td_errors"; the later import silently replaced
+    lesson 09's exercise and its check cell failed. ``register`` now refuses the second one."""
+    from rlcourse.course.registry import _REGISTRY, Case, register
+
+    before = _REGISTRY["td_errors_rollout"]
+    with pytest.raises(ValueError, match="'td_errors_rollout' is already registered"):
+        register("td_errors_rollout", lambda r: r, [Case("x", (1.0,))])
+    assert _REGISTRY["td_errors_rollout"] is before
+    # lesson 05's exercise keeps its own name and signature (rewards, values, terminated, gamma)
+    assert "td_errors" in _REGISTRY and _REGISTRY["td_errors"] is not before
+
+
+def test_every_register_call_in_the_bank_uses_its_own_name():
+    """Catch a duplicate in the source too (a name registered under a condition, or twice)."""
+    import collections
+    import pathlib
+    import re
+
+    bank = pathlib.Path(exercises.__file__).parent / "bank"
+    names = []
+    for path in sorted(bank.glob("*.py")):
+        text = path.read_text()
+        names += re.findall(r"(?:\bregister|_choice)\(\s*\n?\s*\"([A-Za-z0-9_]+)\"", text)
+    assert len(names) > 50, names
+    assert not [n for n, k in collections.Counter(names).items() if k > 1]
 
 
 # ================================================================ lesson 09
@@ -70,7 +98,7 @@ def test_bootstrap_values_right_answer_written_differently():
      "you dropped the reward of the terminating step"),
 ])
 def test_td_errors_wrong_answers(fn, diagnosis, capsys):
-    rejects("td_errors", fn, diagnosis, capsys)
+    rejects("td_errors_rollout", fn, diagnosis, capsys)
 
 
 def _gae(stop="done", zero="terminated", carry_gamma=True, returns="values", late=False):
@@ -147,6 +175,34 @@ def test_a2c_loss_right_answer_passes():
     assert exercises.check("a2c_loss", _a2c(), verbose=False)
 
 
+def _numpy_log_probs(logits, actions):
+    logits = np.asarray(logits, dtype=float)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return log_p[np.arange(len(actions)), actions]
+
+
+def _a2c_numpy(params, model, obs, actions, advantages, returns, vf_coef=0.5):
+    """Review finding F5: the right number, computed in numpy, so nothing can be differentiated."""
+    logits, values = model(params, obs)
+    policy = -np.mean(_numpy_log_probs(logits, actions) * advantages)
+    return float(policy + vf_coef * 0.5 * np.mean((np.asarray(values) - returns) ** 2))
+
+
+def _a2c_detached_critic(params, model, obs, actions, advantages, returns, vf_coef=0.5):
+    logits, values = model(params, obs)
+    policy = -rc.mean(rc.categorical_log_prob(logits, actions) * advantages)
+    return policy + vf_coef * 0.5 * rc.mean(rc.square(rc.stop_gradient(values) - returns))
+
+
+@pytest.mark.parametrize("fn, diagnosis", [
+    (_a2c_numpy, "rc.value_and_grad cannot differentiate it"),
+    (_a2c_detached_critic, "the gradient is not (wrong in 'critic')"),
+])
+def test_a2c_loss_right_value_without_the_right_gradient(fn, diagnosis, capsys):
+    rejects("a2c_loss", fn, diagnosis, capsys)
+
+
 def _n_step(stop="done", extra=0, discount=True, add_values=False):
     def fn(rewards, values, next_values, terminated, truncated, gamma, n):
         deltas = rewards + gamma * np.where(terminated, 0, next_values) - values
@@ -171,6 +227,43 @@ def _n_step(stop="done", extra=0, discount=True, add_values=False):
 ])
 def test_n_step_advantages_wrong_answers(fn, diagnosis, capsys):
     rejects("n_step_advantages", fn, diagnosis, capsys)
+
+
+def test_n_step_advantages_textbook_n_step_return_passes():
+    """Review finding F4: the n-step return written from the rewards (S&B 7.1) minus V(s_t) is
+    a right answer; the cases' next_values equal values[t + 1] inside an episode, as in a real
+    rollout, so it passes."""
+    def textbook(rewards, values, next_values, terminated, truncated, gamma, n):
+        T = len(rewards)
+        advantages = np.zeros_like(rewards)
+        for t in range(T):
+            for j in range(rewards.shape[1]):
+                target, k = 0.0, 0
+                while True:
+                    target += gamma**k * rewards[t + k, j]
+                    ended = terminated[t + k, j] or truncated[t + k, j]
+                    if ended or k + 1 == n or t + k + 1 == T:
+                        bootstrap = 0.0 if terminated[t + k, j] else next_values[t + k, j]
+                        target += gamma ** (k + 1) * bootstrap
+                        break
+                    k += 1
+                advantages[t, j] = target - values[t, j]
+        return advantages
+
+    assert exercises.check("n_step_advantages", textbook, verbose=False)
+
+
+def test_rollout_cases_are_consistent_like_a_real_rollout():
+    for name in ("td_errors_rollout", "gae", "n_step_advantages", "vtrace_targets"):
+        for case in exercises.get(name).cases():
+            r, v, nv, term = case.args[:4]
+            if name == "td_errors_rollout":  # a TD error takes no truncated flag; the rollout
+                trunc = np.zeros_like(term)      # behind it has copy 1 truncated at t=5
+                trunc[5, 1:] = True
+            else:
+                trunc = case.args[4]
+            inside = ~(term | trunc)[:-1]
+            assert np.array_equal(nv[:-1][inside], v[1:][inside]), (name, case.label)
 
 
 @pytest.mark.parametrize("letter, diagnosis", [
@@ -228,6 +321,24 @@ def test_vtrace_wrong_answers(fn, diagnosis, capsys):
     rejects("vtrace_targets", fn, diagnosis, capsys)
 
 
+def test_vtrace_written_as_displayed_passes():
+    """Review finding F4: the lesson's formula read literally, v_(t+1) - V(s_(t+1)) with
+    V(s_(t+1)) = next_values[t], is a right answer on a consistent rollout."""
+    def literal(rewards, values, next_values, terminated, truncated, log_rhos, gamma, lam,
+                rho_bar=1.0, c_bar=1.0):
+        ratios = np.exp(log_rhos)
+        rho, c = np.minimum(rho_bar, ratios), lam * np.minimum(c_bar, ratios)
+        done = terminated | truncated
+        deltas = rewards + gamma * np.where(terminated, 0.0, next_values) - values
+        targets = np.zeros_like(values)
+        for t in range(len(rewards) - 1, -1, -1):
+            later = targets[t + 1] - next_values[t] if t + 1 < len(rewards) else 0.0
+            targets[t] = values[t] + rho[t] * deltas[t] + gamma * c[t] * (1 - done[t]) * later
+        return targets
+
+    assert exercises.check("vtrace_targets", literal, verbose=False)
+
+
 def test_vtrace_with_every_ratio_one_is_gae():
     rng = np.random.default_rng(0)
     r, v, nv = (rng.normal(size=(9, 3)) for _ in range(3))
@@ -257,6 +368,17 @@ def test_ppo_clip_objective_wrong_answers(fn, diagnosis, capsys):
     rejects("ppo_clip_objective", fn, diagnosis, capsys)
 
 
+@pytest.mark.parametrize("fn, diagnosis", [
+    (lambda r, a, e: np.minimum(r * a, np.clip(r, 1 - e, 1 + e) * a),
+     "rc.value_and_grad cannot differentiate it"),
+    (lambda r, a, e: rc.minimum(rc.stop_gradient(r) * a, rc.clip(r, 1 - e, 1 + e) * a),
+     "finds a gradient of 0"),
+])
+def test_ppo_clip_objective_right_value_without_the_right_gradient(fn, diagnosis, capsys):
+    """Review finding F5: numpy's minimum/clip give the right numbers and no gradient."""
+    rejects("ppo_clip_objective", fn, diagnosis, capsys)
+
+
 def _ppo_loss(sign=1.0, objective="min", invert=False, half=0.5, use_vf=True, recompute=False):
     def fn(params, model, obs, actions, old_log_probs, advantages, returns, eps=0.2, vf_coef=0.5):
         logits, values = model(params, obs)
@@ -283,6 +405,34 @@ def _ppo_loss(sign=1.0, objective="min", invert=False, half=0.5, use_vf=True, re
     (_ppo_loss(recompute=True), "your ratios are all 1"),
 ])
 def test_ppo_loss_wrong_answers(fn, diagnosis, capsys):
+    rejects("ppo_loss", fn, diagnosis, capsys)
+
+
+def _ppo_loss_numpy(params, model, obs, actions, old_log_probs, advantages, returns, eps=0.2,
+                    vf_coef=0.5):
+    logits, values = model(params, obs)
+    ratio = np.exp(_numpy_log_probs(logits, actions) - old_log_probs)
+    clipped = np.clip(ratio, 1 - eps, 1 + eps) * advantages
+    policy = -np.mean(np.minimum(ratio * advantages, clipped))
+    return float(policy + vf_coef * 0.5 * np.mean((np.asarray(values) - returns) ** 2))
+
+
+def _ppo_loss_detached_old(params, model, obs, actions, old_log_probs, advantages, returns,
+                           eps=0.2, vf_coef=0.5):
+    """The ratio's numerator detached: right value, no policy gradient."""
+    logits, values = model(params, obs)
+    log_probs = rc.stop_gradient(rc.categorical_log_prob(logits, actions))
+    ratio = rc.exp(log_probs - old_log_probs)
+    clipped = rc.clip(ratio, 1 - eps, 1 + eps) * advantages
+    policy = -rc.mean(rc.minimum(ratio * advantages, clipped))
+    return policy + vf_coef * 0.5 * rc.mean(rc.square(values - returns))
+
+
+@pytest.mark.parametrize("fn, diagnosis", [
+    (_ppo_loss_numpy, "rc.value_and_grad cannot differentiate it"),
+    (_ppo_loss_detached_old, "the gradient is not (wrong in 'actor')"),
+])
+def test_ppo_loss_right_value_without_the_right_gradient(fn, diagnosis, capsys):
     rejects("ppo_loss", fn, diagnosis, capsys)
 
 
@@ -417,3 +567,13 @@ def _adapt(low=1 / 1.5, high=1.5, factor=2.0, flip=False):
 ])
 def test_adapt_beta_wrong_answers(fn, diagnosis, capsys):
     rejects("adapt_beta", fn, diagnosis, capsys)
+
+
+@pytest.mark.parametrize("letter, diagnosis", [
+    ("a", "the fixed penalty ends within a factor 2"),
+    ("c", "compare it with 0.01"),
+    ("d", "long before a nat"),
+])
+def test_where_the_penalties_end_wrong_answers(letter, diagnosis, capsys):
+    """Review finding F15: exercise 3's question now has a checked answer."""
+    rejects("where_the_penalties_end", lambda: letter, diagnosis, capsys)

@@ -192,7 +192,7 @@ def my_td_errors(rewards, values, next_values, terminated, gamma):
 
 
 # %%
-assert rc.exercises.check("td_errors", my_td_errors)
+assert rc.exercises.check("td_errors_rollout", my_td_errors)
 
 # %% [markdown]
 # **Step 3: GAE.** Loop backwards over time, all copies at once, and return
@@ -240,7 +240,10 @@ assert rc.exercises.check("a2c_loss", my_a2c_loss)
 # %% [markdown]
 # **Step 5: the algorithm.** Collect `rollout` steps from each copy (one forward pass per step
 # for all copies, storing `next_values` as in step 1), compute GAE, take one gradient step on
-# the loss, repeat. The reference, which the rest of the lesson uses:
+# the loss, repeat. The step is an Adam step on the gradient *after clipping its global norm*
+# (`max_grad_norm`, 0.5 in `rc.A2C_CARTPOLE`): a gradient longer than that is scaled down to
+# that length, so one unlucky batch cannot throw the parameters far. The reference, which the
+# rest of the lesson uses:
 
 # %%
 print(inspect.getsource(rc.actor_critic))
@@ -441,9 +444,11 @@ plt.show()
 #
 # Watch what goes wrong otherwise. Fix the policy to a balancing controller that never drops
 # the pole, set a short time limit of 50 steps, $\gamma = 0.95$, and train only a critic on
-# GAE targets. Since the pole never falls, the true value of every state is
-# $\sum_k \gamma^k = 1/(1-\gamma) = 20$. Train it twice: once correctly, once with truncation
-# treated as termination.
+# GAE targets with $\lambda = 1$ and rollouts of 50 steps, one episode each, so that the
+# targets are the discounted returns themselves, with no bootstrapping inside the episode.
+# Since the pole never falls, the true value of every state is
+# $\sum_k \gamma^k = 1/(1-\gamma) = 20$. Train it twice: once correctly (bootstrap from
+# $V(\texttt{final\_obs})$ at the limit), once with truncation treated as termination.
 
 # %%
 H, GAMMA_DEMO = 50, 0.95
@@ -467,7 +472,9 @@ def critic_loss(critic, x, y):
     return rc.mean(rc.square(rc.reshape(rc.mlp(critic, x), (-1,)) - y))
 
 
-def train_critic(truncation_is_termination, iterations=60, steps=32, copies=16):
+def train_critic(truncation_is_termination, iterations=40, steps=H, copies=16):
+    """V(upright) after each update, the number of falls, and the last rollout's advantages
+    [step of the episode, copy] (every rollout is one whole episode: the pole never falls)."""
     critic = rc.mlp_init([4, 64, 64, 1], seed=SEED)
     opt = rc.Adam(3e-3)
     state = opt.init(critic)
@@ -478,34 +485,38 @@ def train_critic(truncation_is_termination, iterations=60, steps=32, copies=16):
         data = rc.collect_rollout(env, fixed_policy_model, critic, obs, steps, local_rng)
         obs, falls = data.last_obs, falls + int(data.terminated.sum())
         ends = data.terminated | data.truncated if truncation_is_termination else data.terminated
-        _, targets = rc.gae(data.rewards, data.values, data.next_values, ends, data.truncated,
-                            GAMMA_DEMO, 0.95)
+        advantages, targets = rc.gae(data.rewards, data.values, data.next_values, ends,
+                                     data.truncated, GAMMA_DEMO, 1.0)
         x, y = data.obs.reshape(-1, 4), targets.reshape(-1)
         for _ in range(4):
             _, grads = rc.value_and_grad(critic_loss)(critic, x, y)
             critic, state = opt.step(critic, grads, state)
         history.append(float(rc.mlp(critic, upright)[0, 0]))
-    return np.array(history), falls
+    return np.array(history), falls, advantages
 
 
 # Small matrices: one BLAS thread is faster (and avoids thread contention on a busy machine).
 with rc.single_thread_blas():
-    v_correct, falls_correct = train_critic(False)
-    v_biased, falls_biased = train_critic(True)
+    v_correct, falls_correct, adv_correct = train_critic(False)
+    v_biased, falls_biased, adv_biased = train_critic(True)
 v_correct_end, v_biased_end = v_correct[-20:].mean(), v_biased[-20:].mean()
 print(f"the controller dropped the pole {falls_correct + falls_biased} times in "
-      f"{2 * len(v_correct) * 32 * 16:,} steps")
+      f"{2 * len(v_correct) * H * 16:,} steps")
 print(f"V(upright), mean of the last 20 updates: correct {v_correct_end:.1f}, "
       f"truncation-as-termination {v_biased_end:.1f}, true value {1 / (1 - GAMMA_DEMO):.1f}")
 assert falls_correct + falls_biased == 0
 assert abs(v_correct_end - 20.0) < 1.0 and v_biased_end < 17.0
+for name, a in (("correct", adv_correct), ("truncation-as-termination", adv_biased)):
+    print(f"{name:25s}: mean advantage over the episode's first 5 steps {a[:5].mean():+6.2f}, "
+          f"over its last 5 steps {a[-5:].mean():+6.2f}")
+assert np.abs(adv_correct).max() < 2.0 and adv_biased[:5].mean() > 3 and adv_biased[-5:].mean() < -5
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.5), dpi=100)
 ax.plot(v_correct, label="bootstrap at truncation")
 ax.plot(v_biased, label="truncation treated as terminal")
 ax.axhline(1 / (1 - GAMMA_DEMO), ls="--", color="gray", lw=1, label="true value 1/(1-γ)")
-ax.set_xlabel("critic update (32 steps of 16 copies each)")
+ax.set_xlabel(f"critic update ({H} steps of 16 copies each)")
 ax.set_ylabel("V(upright start state)")
 ax.set_title("treating the time limit as terminal drags V down")
 ax.legend()
@@ -513,10 +524,15 @@ plt.show()
 
 # %% [markdown]
 # The biased critic learns the value of "some of the 50 steps are left". The observation does
-# not contain the time, so the critic cannot tell a state at step 3 from one at step 48, and
-# averages over them (exercise 1 asks you to predict the number). In a policy-gradient method
-# this bias becomes a wrong advantage: near the time limit states look worse than they are.
-# The fix is the one line in GAE: `terminated` zeroes the bootstrap, `truncated` keeps it,
+# not contain the time, so the critic cannot tell a state at step 3 from one at step 48: its
+# targets are the returns left at every step of the episode, and it fits their average
+# (exercise 1 asks you to predict the number). So $V$ is too low *everywhere*, not just near
+# the limit. In a policy-gradient method this becomes a wrong advantage that depends on the
+# clock, as the last lines printed: early in the episode the returns left exceed that average
+# (advantages well above 0), and in the last steps before the limit, whose targets keep no
+# bootstrap, they fall far below it (advantages very negative): the actions there are blamed
+# for the clock. The correct critic's advantages stay near 0 throughout. The fix is the one
+# line in GAE: `terminated` zeroes the bootstrap, `truncated` keeps it,
 # using $V(\texttt{final\_obs})$, which the vector environment hands you because `obs` already
 # belongs to the next episode.
 
@@ -525,7 +541,7 @@ plt.show()
 #
 # | symptom | cause | fix |
 # |---|---|---|
-# | values shrink near a time limit (the demo above) | truncation treated as termination | `done = terminated \| truncated` stops the recursion; only `terminated` zeroes the bootstrap |
+# | $V$ too low everywhere, and the advantages of the last steps before a time limit very negative (the demo above) | truncation treated as termination | `done = terminated \| truncated` stops the recursion; only `terminated` zeroes the bootstrap |
 # | values near episode ends look like start states | bootstrapping from `obs` after an autoreset | bootstrap from `final_obs` where the episode ended (step 1) |
 # | advantages at the end of an episode include the next episode's rewards | the GAE carry not cut at `done` | multiply the carry by `1 - done[t]` (step 3) |
 # | the critic is pulled by the policy loss | gradient flowing from the actor's term into the critic through the advantages (a shared network, or advantages computed inside the loss) | treat advantages as constants, computed from the rollout's values |
@@ -567,8 +583,9 @@ def average_truncated_return(gamma, H):
 
 
 predicted = average_truncated_return(GAMMA_DEMO, H)
-print(f"predicted {predicted:.2f}; the biased critic learned {v_biased_end:.2f}")
-assert abs(v_biased_end - predicted) / predicted < 0.15
+print(f"predicted {predicted:.2f}; the biased critic learned {v_biased_end:.2f} "
+      f"(off by {abs(v_biased_end - predicted) / predicted:.2%})")
+assert abs(v_biased_end - predicted) / predicted < 0.02
 
 
 # %%
@@ -650,7 +667,7 @@ assert rc.exercises.check("vtrace_targets", vtrace_targets)
 # | advantage | "how good the action was" | an estimate of $Q(s,a) - V(s)$: here TD errors summed by GAE |
 # | TD error $\delta_t$ | "one-step advantage" | $r_t + \gamma(1-\text{terminated}_t)V(s_{t+1}) - V(s_t)$ |
 # | GAE($\lambda$) | "smoothed advantages" | $\sum_k(\gamma\lambda)^k\delta_{t+k}$ inside the episode; $\lambda = 0$ the TD error, $\lambda = 1$ the Monte Carlo advantage |
-# | A2C | "actor-critic" | one gradient step of $-\overline{\log\pi\,A} + c_v\tfrac{1}{2}\overline{(V-G)^2}$ per batch from $n$ copies |
+# | A2C | "actor-critic" | one gradient step of $-\overline{\log\pi\,A} + c_v\tfrac{1}{2}\overline{(V-G)^2}$ per batch from $n$ copies (its gradient's global norm clipped, here to 0.5) |
 # | terminated | "game over" | the next state is terminal: worth 0, no bootstrap |
 # | truncated | "time's up" | the episode was cut: bootstrap from $V(\texttt{final\_obs})$ |
 # | `final_obs` | "the last observation" | the finished episode's last state; `obs` is already the next episode's first |

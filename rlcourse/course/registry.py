@@ -112,7 +112,11 @@ def register(
     explain_error: Callable[[Case, BaseException], str | None] | None = None,
     forbid=(),
 ) -> None:
-    """Register (or replace) exercise ``name``.
+    """Register exercise ``name``; a name already registered is refused (ValueError).
+
+    Every lesson's bank registers into one namespace, so two lessons that pick the same name
+    would otherwise silently replace each other's exercise (the last import wins). A test that
+    registers a temporary exercise deletes it from ``_REGISTRY`` afterwards.
 
     ``cases`` may be a function that builds the cases, so that large inputs are made only when
     checked. ``explain(case, got, expected)`` returns the lesson-level reason for a mismatch
@@ -129,6 +133,12 @@ def register(
     """
     if not name or not isinstance(name, str):
         raise ValueError(f"name: expected a non-empty string, got {name!r}")
+    if name in _REGISTRY:
+        raise ValueError(
+            f"exercise {name!r} is already registered (reference "
+            f"{getattr(_REGISTRY[name].reference, '__module__', '?')}."
+            f"{getattr(_REGISTRY[name].reference, '__qualname__', '?')}); every exercise needs "
+            f"its own name: pick another one for the new exercise")
     builder = cases if callable(cases) else (lambda: list(cases))
     _REGISTRY[name] = Exercise(name, reference, builder, compare, explain, hint, call, explain_error,
                                tuple(forbid))

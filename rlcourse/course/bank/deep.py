@@ -15,7 +15,7 @@ from ...algos.ppo import ppo_loss
 from ...core import autodiff as ad
 from ...core.losses import ppo_clip_objective
 from ...core.returns import _gae, gae
-from ..registry import Case, register
+from ..registry import Case, default_compare, register
 
 __all__: list[str] = []  # registers exercises on import; nothing to export
 
@@ -52,18 +52,113 @@ def _choice(name, answer, choices: dict, why_wrong: dict, hint: str):
     register(name, reference, [Case("your answer")], compare=compare, explain=explain, hint=hint)
 
 
+# ---------------------------------------------------------------- graded with a gradient
+
+class _NoGradient:
+    """Stands in for the gradient of an answer that ``value_and_grad`` could not trace."""
+
+    def __init__(self, err: BaseException):
+        self.err = err
+
+    def __repr__(self):
+        return f"<no gradient: {type(self.err).__name__}: {self.err}>"
+
+
+_UNTRACEABLE = ("it works on plain arrays, but rc.value_and_grad cannot differentiate it ({err}). "
+                "Use the rc.* functions ({which}), which work on plain and traced arrays alike "
+                "(numpy's np.exp, np.minimum, np.clip, np.asarray and float() leave the graph)")
+
+
+def _loss_with_gradient(fn, params, *rest):
+    """Grade a loss by its value on plain arrays AND by its gradient with respect to ``params``:
+    a loss written with numpy has the right value and no gradient, and one with a detached term
+    has the right value and the wrong gradient."""
+    value = fn(params, *rest)
+    try:
+        _, grads = ad.value_and_grad(lambda p: fn(p, *rest))(params)
+    except Exception as err:  # noqa: BLE001 (any failure to trace is the diagnosis)
+        grads = _NoGradient(err)
+    return value, grads
+
+
+def _objective_with_gradient(fn, ratio, *rest):
+    """Grade an elementwise objective of the ratio by its values and by d sum / d ratio."""
+    value = fn(ratio, *rest)
+    try:
+        _, grads = ad.value_and_grad(lambda p: ad.sum(fn(p["ratio"], *rest)))({"ratio": ratio})
+        grads = grads["ratio"]
+    except Exception as err:  # noqa: BLE001
+        grads = _NoGradient(err)
+    return value, grads
+
+
+def _compare_with_gradient(which):
+    def compare(got, expected):
+        value, grads = got
+        try:
+            value = np.asarray(ad.stop_gradient(value), dtype=float)
+        except (TypeError, ValueError):
+            return f"return an array of numbers (got {type(value).__name__})"
+        reason = default_compare(value, np.asarray(ad.stop_gradient(expected[0]), dtype=float))
+        if reason:
+            return reason
+        if isinstance(grads, _NoGradient):
+            err = f"{type(grads.err).__name__}: {str(grads.err).rstrip('.')}"
+            return _UNTRACEABLE.format(err=err, which=which)
+        leaves, want = ad.tree_leaves(grads), ad.tree_leaves(expected[1])
+        if want and all(not np.any(g) for g in leaves):
+            return ("the value is right, but rc.value_and_grad finds a gradient of 0: your "
+                    "function returns a constant to it (a float() or np.asarray of a traced "
+                    f"value, or numpy arithmetic); compute it with the rc.* functions ({which})")
+        reason = default_compare(grads, expected[1], rtol=1e-5, atol=1e-9)
+        if reason:
+            part = ""
+            if isinstance(expected[1], dict):
+                part = ", ".join(k for k in expected[1]
+                                 if default_compare(grads[k], expected[1][k], 1e-5, 1e-9))
+                part = f" (wrong in {part!r})"
+            return ("the value is right, but the gradient is not" + part + ": part of your "
+                    "function does not reach the parameters as it should (a term detached with "
+                    "stop_gradient or np.asarray, or a quantity that should be a constant, such "
+                    "as the advantages, differentiated)")
+        return None
+
+    return compare
+
+
+def _explain_value(explain):
+    """Adapt a value-level ``explain`` to answers graded as (value, gradient)."""
+    def wrapped(case, got, expected):
+        if not (isinstance(got, tuple) and len(got) == 2):
+            return None
+        if _close(got[0], expected[0]):  # the value is right: the gradient is what is wrong
+            return None
+        return explain(case, got[0], expected[0])
+
+    return wrapped
+
+
 # ================================================================ lesson 09
 
 def _rollout_case(seed, T=8, n=2):
-    """A [T, n] rollout: copy 0 terminates at t=3, copy 1 is truncated at t=5."""
+    """A [T, n] rollout: copy 0 terminates at t=3, copy 1 is truncated at t=5.
+
+    As in a real rollout (``rc.collect_rollout``), ``next_values[t]`` is ``values[t + 1]``
+    while t's episode goes on: the same critic judged the same next state. Only after an
+    episode's end (V(final_obs), or an ignored value at a terminal state) and at the rollout's
+    end is it the value of a state the rollout does not hold. So a correct answer written with
+    the values in between (the textbook n-step return, V-trace read literally) passes too.
+    """
     rng = np.random.default_rng(seed)
     rewards = rng.normal(size=(T, n))
     values = rng.normal(size=(T, n))
-    next_values = rng.normal(size=(T, n))
     terminated = np.zeros((T, n), dtype=bool)
     truncated = np.zeros((T, n), dtype=bool)
     terminated[3, 0] = True
     truncated[5, 1] = True
+    next_values = np.vstack([values[1:], rng.normal(size=(1, n))])
+    ends = terminated | truncated
+    next_values[ends] = rng.normal(size=int(ends.sum()))
     return rewards, values, next_values, terminated, truncated
 
 
@@ -124,8 +219,9 @@ def _td_errors_reference(rewards, values, next_values, terminated, gamma):
 
 def _td_cases():
     r, v, nv, term, _ = _rollout_case(0)
+    running = np.vstack([v[1:, :1], nv[-1:, :1]])  # one episode: next_values[t] = values[t + 1]
     return [
-        Case("no episode ends, gamma=0.9", (r[:, :1], v[:, :1], nv[:, :1],
+        Case("no episode ends, gamma=0.9", (r[:, :1], v[:, :1], running,
                                             np.zeros((8, 1), bool), 0.9)),
         Case("terminal at t=3 in copy 0, gamma=0.99", (r, v, nv, term, 0.99)),
     ]
@@ -150,7 +246,7 @@ def _td_explain(case, got, expected):
 
 
 register(
-    "td_errors", _td_errors_reference, _td_cases, explain=_td_explain,
+    "td_errors_rollout", _td_errors_reference, _td_cases, explain=_td_explain,
     hint="what happened (a reward, then the discounted value of what came next) minus what the "
          "critic expected; a terminal next state is worth nothing",
 )
@@ -160,8 +256,9 @@ register(
 
 def _gae_cases():
     r, v, nv, term, trunc = _rollout_case(1)
+    running = np.vstack([v[1:, :1], nv[-1:, :1]])  # one episode: next_values[t] = values[t + 1]
     return [
-        Case("one episode, gamma=0.99, lam=0.95", (r[:, :1], v[:, :1], nv[:, :1],
+        Case("one episode, gamma=0.99, lam=0.95", (r[:, :1], v[:, :1], running,
                                                    np.zeros((8, 1), bool), np.zeros((8, 1), bool),
                                                    0.99, 0.95)),
         Case("lam=0 is the TD error", (r, v, nv, term, trunc, 0.9, 0.0)),
@@ -223,8 +320,7 @@ register(
 # ---------------------------------------------------------------- the A2C loss
 
 def _a2c_reference(params, model, obs, actions, advantages, returns, vf_coef=0.5):
-    return float(actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef,
-                                   0.0)[0])
+    return actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef, 0.0)[0]
 
 
 def _loss_problem(seed, batch=24, far=False):
@@ -283,8 +379,11 @@ def _a2c_explain(case, got, expected):
     return None
 
 
+_A2C_RC = "rc.categorical_log_prob, rc.mean, rc.square"
+
 register(
-    "a2c_loss", _a2c_reference, _a2c_cases, explain=_a2c_explain,
+    "a2c_loss", _a2c_reference, _a2c_cases, explain=_explain_value(_a2c_explain),
+    call=_loss_with_gradient, compare=_compare_with_gradient(_A2C_RC),
     hint="the actor's term makes actions with positive advantage more likely (through their "
          "log-probability); the critic's term is half the squared error of V against the returns",
 )
@@ -546,10 +645,14 @@ def _clip_explain(case, got, expected):
     return None
 
 
+_CLIP_RC = "rc.minimum, rc.clip"
+
 register(
-    "ppo_clip_objective", ppo_clip_objective, _clip_cases, explain=_clip_explain,
-    hint="the smaller (pessimistic) of two products: the ratio times A, and the ratio clipped to "
-         "[1 - eps, 1 + eps] times A",
+    "ppo_clip_objective", ppo_clip_objective, _clip_cases, explain=_explain_value(_clip_explain),
+    call=_objective_with_gradient, compare=_compare_with_gradient(_CLIP_RC),
+    hint="take the pessimistic view of each sample: credit a ratio that moved past the clip "
+         "range in the advantage's favour no further than the range's edge, but always charge "
+         "the full amount for a move the wrong way",
 )
 
 
@@ -557,8 +660,8 @@ register(
 
 def _ppo_loss_reference(params, model, obs, actions, old_log_probs, advantages, returns,
                         eps=0.2, vf_coef=0.5):
-    return float(ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, eps,
-                          vf_coef, 0.0)[0])
+    return ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, eps,
+                    vf_coef, 0.0)[0]
 
 
 def _ppo_loss_cases():
@@ -606,8 +709,11 @@ def _ppo_loss_explain(case, got, expected):
     return None
 
 
+_PPO_RC = "rc.categorical_log_prob, rc.exp, rc.minimum, rc.clip, rc.mean, rc.square"
+
 register(
-    "ppo_loss", _ppo_loss_reference, _ppo_loss_cases, explain=_ppo_loss_explain,
+    "ppo_loss", _ppo_loss_reference, _ppo_loss_cases, explain=_explain_value(_ppo_loss_explain),
+    call=_loss_with_gradient, compare=_compare_with_gradient(_PPO_RC),
     hint="one forward pass; the ratio from the new and the stored log-probabilities; minus the "
          "mean clipped objective, plus vf_coef times half the value's squared error",
 )
@@ -652,7 +758,8 @@ def _approx_kl_explain(case, got, expected):
 
 register(
     "approx_kl", _approx_kl_reference, _approx_kl_cases, explain=_approx_kl_explain,
-    hint="with r = pi_new / pi_old per sample, average (r - 1) - log r: every term is >= 0",
+    hint="an estimate of KL(old || new) from the sampled actions alone, one term per sample: "
+         "use the estimator that is unbiased and can never be negative on a sample (k3)",
 )
 
 
@@ -769,10 +876,6 @@ def _clipped_value_explain(case, got, expected):
                 "would no longer be penalised for it; take the max with the unclipped error")
     if np.isclose(got, 2 * expected):
         return "the value loss is 1/2 the mean squared error, as in the lesson's loss"
-    if np.isclose(got, 0.5 * np.mean(np.maximum(unclipped, (np.clip(v, old - eps, old + eps)
-                                                            - g) ** 2))) and not np.isclose(
-            got, expected):
-        return "clip the change V - V_old, then add it to V_old"
     return None
 
 
@@ -801,6 +904,25 @@ _choice(
 
 
 # ---------------------------------------------------------------- KL-penalty PPO
+
+_choice(
+    "where_the_penalties_end", "b",
+    choices={"a": "both penalties hold the KL well below the clip's",
+             "b": "the fixed beta = 1 ends close to the clip's KL, while the adapted beta ends "
+                  "several times above its target 0.01, above the fixed one",
+             "c": "the adapted beta holds the KL at its target",
+             "d": "without a clip both run away like the plain surrogate, past a nat"},
+    why_wrong={"a": "compare your printed KLs with kl_clipped[-1]: the fixed penalty ends within a "
+                    "factor 2 of it, and the adapted one above it",
+               "c": "beta is changed only every 10 steps, by a factor 2, and only outside the "
+                    "band: print the KL after the 60 steps and compare it with 0.01",
+               "d": "a penalty grows with the KL, so the objective stops rewarding moves long "
+                    "before a nat: print the KLs"},
+    hint="run the 60 steps of The problem twice (beta fixed at 1; beta adapted every 10 steps "
+         "towards 0.01) and print the exact KL from the old policy at the end of each, next to "
+         "the clip's kl_clipped[-1]",
+)
+
 
 def _kl_objective_reference(logits, old_logits, actions, advantages, beta):
     logits, old_logits = np.asarray(logits, float), np.asarray(old_logits, float)
@@ -851,8 +973,9 @@ def _kl_objective_explain(case, got, expected):
 register(
     "kl_penalty_objective", _kl_objective_reference, _kl_objective_cases,
     explain=_kl_objective_explain,
-    hint="the plain surrogate mean(r*A) minus beta times the exact KL(old || new) of the full "
-         "action distributions, averaged over the states",
+    hint="instead of a clip, make moving away from the old policy cost something: the plain "
+         "surrogate minus beta times how far the new action distributions are from the old "
+         "ones (the exact KL in the direction PPO reports, over all actions)",
 )
 
 
@@ -893,6 +1016,7 @@ def _adapt_beta_explain(case, got, expected):
 
 register(
     "adapt_beta", _adapt_beta_reference, _adapt_beta_cases, explain=_adapt_beta_explain,
-    hint="the PPO paper's rule: if the KL came out well below the target, relax the penalty by "
-         "a factor 2; well above, tighten it by 2; a band of a factor 1.5 either side is left alone",
+    hint="a thermostat: a KL well below the target means the penalty holds the policy back too "
+         "much, well above means too little; inside a band around the target, leave it alone "
+         "(the PPO paper's band and step are in the exercise's text)",
 )
