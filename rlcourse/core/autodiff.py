@@ -29,6 +29,7 @@ __all__ = [
     "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "sum", "mean",
     "take_along_axis", "reshape", "transpose", "concatenate", "stack", "stop_gradient",
+    "embedding", "layer_norm", "gelu", "self_attention",
 ]
 
 # One tape per active value_and_grad call; ops record onto the innermost.
@@ -215,7 +216,7 @@ def _pow(a, exponent):
 
 def _matmul(a, b):
     av, bv = _val(a), _val(b)
-    out = av @ bv
+    out = _stacked_matmul(av, bv) if np.ndim(av) > 2 and np.ndim(bv) == 2 else av @ bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
     parents = []
@@ -226,9 +227,17 @@ def _matmul(a, b):
     return _record(out, tuple(parents))
 
 
+def _stacked_matmul(a, b):
+    """``a [..., K] @ b [K, N]`` as one 2-D product: numpy would loop over the leading axes,
+    one small BLAS call per matrix, several times slower for a batch of short sequences."""
+    return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+
+
 def _matmul_grad_a(g, a, b):
     if a.ndim == 2 and b.ndim == 2:  # the common case, kept free of reshuffling
         return g @ b.T
+    if a.ndim > 2 and b.ndim == 2:  # [..., K] @ [K, N]: one 2-D product
+        return _stacked_matmul(g, b.T)
     if b.ndim == 1:
         ga = np.multiply.outer(g, b) if a.ndim > 1 else g * b
     else:
@@ -241,6 +250,8 @@ def _matmul_grad_a(g, a, b):
 def _matmul_grad_b(g, a, b):
     if a.ndim == 2 and b.ndim == 2:
         return a.T @ g
+    if a.ndim > 2 and b.ndim == 2:  # the sum over the leading axes is the 2-D product's own
+        return a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
     if a.ndim == 1:
         gb = np.multiply.outer(a, g) if b.ndim > 1 else g * a
     else:
@@ -647,3 +658,168 @@ def numerical_grad(f: Callable[[np.ndarray], Any], x: np.ndarray, eps: float = 1
         gflat[i] = (up - down) / (2 * eps)
     return g
 
+
+
+# ---------------------------------------------------------------- transformer ops
+# Each is one tape node with a hand-written vjp: composing them from the ops above would record
+# 5-15 nodes and allocate as many temporaries per call.
+
+def embedding(table, ids):
+    """Rows of ``table`` ``[V, D]`` picked by integer ``ids`` ``[...]``: ``[..., D]``.
+
+    The gradient of ``table`` adds up the gradients of every position holding the same id. It
+    is computed as ``onehot(ids).T @ g``, one BLAS call; ``np.add.at`` scatters row by row and
+    is about 15x slower for the course's vocabularies of a few dozen tokens.
+    """
+    tv = _val(table)
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
+    if np.ndim(tv) != 2:
+        raise ValueError(f"table: expected shape [V, D], got {np.shape(tv)}")
+    vocab, dim = tv.shape
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+        raise ValueError(f"ids: expected values in [0, {vocab}), got {ids.min()}..{ids.max()}")
+    out = np.take(tv, ids, axis=0)
+    if not isinstance(table, Tensor):
+        return out
+
+    def vjp(g):
+        onehot = (ids.reshape(-1, 1) == np.arange(vocab)).astype(g.dtype)
+        return onehot.T @ g.reshape(-1, dim)
+
+    return _record(out, ((table, vjp),))
+
+
+def layer_norm(x, gain, bias, eps: float = 1e-5):
+    """``(x - mean) / sqrt(var + eps) * gain + bias`` over the last axis of ``x`` ``[..., D]``.
+
+    ``gain`` and ``bias`` are ``[D]``; the variance is the biased one (divided by D), as in
+    PyTorch's ``LayerNorm``. Returns ``x``'s shape.
+    """
+    xv, gv, bv = _val(x), _val(gain), _val(bias)
+    dim = np.shape(xv)[-1]
+    for name, v in (("gain", gv), ("bias", bv)):
+        if np.shape(v) != (dim,):
+            raise ValueError(f"{name}: expected shape ({dim},) (the last axis of x), got {np.shape(v)}")
+    xhat = xv - xv.mean(axis=-1, keepdims=True)
+    # 1 / sqrt(var + eps) as a Python float keeps float32 float32
+    rstd = 1.0 / np.sqrt(np.einsum("...i,...i->...", xhat, xhat)[..., None] / dim + eps)
+    xhat *= rstd
+    out = xhat * gv
+    out += bv
+    if not any(isinstance(v, Tensor) for v in (x, gain, bias)):
+        return out
+
+    def vjp_x(g):
+        gx = g * gv
+        # dx = rstd * (g' - mean(g') - xhat * mean(g' xhat)), g' = g * gain
+        dot = np.einsum("...i,...i->...", gx, xhat)[..., None] / dim
+        gx -= gx.mean(axis=-1, keepdims=True)
+        gx -= xhat * dot
+        gx *= rstd
+        return gx
+
+    parents = []
+    if isinstance(x, Tensor):
+        parents.append((x, vjp_x))
+    if isinstance(gain, Tensor):
+        parents.append((gain, lambda g: np.einsum("ni,ni->i", g.reshape(-1, dim), xhat.reshape(-1, dim))))
+    if isinstance(bias, Tensor):
+        parents.append((bias, lambda g: g.reshape(-1, dim).sum(axis=0)))
+    return _record(out, tuple(parents))
+
+
+_GELU_C = float(np.sqrt(2.0 / np.pi))
+
+
+def gelu(x):
+    """GELU, tanh form (GPT-2's): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    xv = np.asarray(_val(x))
+    if xv.dtype.kind != "f":
+        xv = xv.astype(np.float64)
+    t = np.multiply(xv, xv, out=np.empty_like(xv))  # an array even for a scalar: tanh writes into it
+    t *= 0.044715 * _GELU_C
+    t += _GELU_C
+    t *= xv
+    np.tanh(t, out=t)
+    out = t + 1.0
+    out *= xv
+    out *= 0.5
+    if not isinstance(x, Tensor):
+        return out
+
+    def vjp(g):
+        # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+        x2 = xv * xv
+        x2 *= 3 * 0.044715
+        x2 += 1.0
+        x2 *= 0.5 * _GELU_C
+        x2 *= xv
+        sech2 = 1.0 - t * t
+        x2 *= sech2
+        x2 += 0.5 * (1.0 + t)
+        x2 *= g
+        return x2
+
+    return _record(out, ((x, vjp),))
+
+
+def self_attention(qkv, heads: int, mask=None):
+    """Multi-head scaled dot-product self-attention on packed projections: ``[B, T, D]``.
+
+    ``qkv`` ``[B, T, 3D]`` holds the queries, keys and values side by side on the last axis
+    (columns ``[0, D)``, ``[D, 2D)``, ``[2D, 3D)``); each is split into ``heads`` heads of
+    ``dh = D / heads`` consecutive columns. For every head,
+    ``softmax(q k^T / sqrt(dh) + log mask) v`` ``[B, T, dh]``, and the heads' outputs are
+    concatenated back to ``D`` columns in the same order. ``mask`` (bool, broadcastable to
+    ``[B, T, T]``, True where query ``i`` may see key ``j``; None lets every query see every key)
+    gives a hidden key probability exactly 0 and no gradient. Every query must see at least one
+    key.
+    """
+    value = _val(qkv)
+    if np.ndim(value) != 3 or value.shape[-1] % 3:
+        raise ValueError(f"qkv: expected shape [B, T, 3D], got {np.shape(value)}")
+    batch, length, three_d = value.shape
+    dim = three_d // 3
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or heads < 1 or dim % heads:
+        raise ValueError(f"heads: expected a positive divisor of D = {dim}, got {heads!r}")
+    dh = dim // heads
+    scale = 1.0 / float(np.sqrt(dh))
+    q, k, v = value.reshape(batch, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # [B, H, T, dh]
+    scores = q @ k.swapaxes(-1, -2)  # [B, H, T, T]
+    scores *= scale
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        try:
+            visible = np.broadcast_to(mask, (batch, length, length))
+        except ValueError:
+            raise ValueError(f"mask: expected a shape broadcastable to {(batch, length, length)}, "
+                             f"got {mask.shape}") from None
+        if not visible.any(axis=-1).all():
+            raise ValueError("mask: some query sees no key (a row of the mask is all False); "
+                             "let every query at least see itself")
+        # masked_fill, broadcast over the heads: exp(-inf) is exactly 0
+        np.copyto(scores, -np.inf, where=~mask[..., None, :, :] if mask.ndim == 3 else ~mask)
+    scores -= scores.max(axis=-1, keepdims=True)
+    probs = np.exp(scores, out=scores)
+    probs /= probs.sum(axis=-1, keepdims=True)
+    out = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, dim)
+    if not isinstance(qkv, Tensor):
+        return out
+
+    def vjp(g):
+        g = g.reshape(batch, length, heads, dh).transpose(0, 2, 1, 3)
+        grad = np.empty((batch, length, 3, heads, dh), dtype=np.result_type(value, g))
+        dq, dk, dv = grad.transpose(2, 0, 3, 1, 4)  # views: the products below write into grad
+        np.matmul(probs.swapaxes(-1, -2), g, out=dv)
+        ds = g @ v.swapaxes(-1, -2)  # d loss / d probs
+        # softmax's vjp: p * (ds - sum(ds * p)); a hidden key has p = 0, so its gradient is 0
+        ds -= np.einsum("...i,...i->...", ds, probs)[..., None]
+        ds *= probs
+        ds *= scale
+        np.matmul(ds, k, out=dq)
+        np.matmul(ds.swapaxes(-1, -2), q, out=dk)
+        return grad.reshape(batch, length, three_d)
+
+    return _record(out, ((qkv, vjp),))
