@@ -269,6 +269,19 @@ def test_self_attention_gradient_and_reference(heads, masked):
     check_grad(lambda p: rc.sum(rc.self_attention(p["qkv"], heads, mask) * weights), {"qkv": qkv})
 
 
+def test_self_attention_is_exact_for_scores_too_large_for_the_fast_shift():
+    """Scores far above a row's diagonal (exp overflows) or a hidden diagonal with scores far
+    below it (the row's sum underflows) take the exact row-max path, with the same result."""
+    rng = np.random.default_rng(7)
+    qkv = arrays(rng, (2, 4, 6)) * 30.0
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    off_diagonal = np.ones((4, 4), dtype=bool) & ~np.eye(4, dtype=bool)
+    for mask in (causal, off_diagonal):
+        out = rc.self_attention(qkv, 1, mask)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out, _attention_by_composition(qkv, 1, mask), rtol=1e-10, atol=1e-10)
+
+
 def test_self_attention_hidden_keys_are_exactly_ignored():
     rng = np.random.default_rng(1)
     qkv = arrays(rng, (1, 4, 6))
@@ -357,3 +370,15 @@ def test_embedding_gathers_rows_and_adds_repeated_gradients():
         rc.embedding(table, np.array([6]))
     with pytest.raises(TypeError, match="ids: expected integer"):
         rc.embedding(table, np.array([1.0]))
+
+
+@pytest.mark.parametrize("x_shape", [(4,), (2, 4), (2, 3, 4)])
+def test_affine_matches_matmul_plus_bias(x_shape):
+    rng = np.random.default_rng(6)
+    x, w, b = arrays(rng, x_shape), arrays(rng, (4, 3)), arrays(rng, (3,))
+    np.testing.assert_allclose(rc.affine(x, w, b), x @ w + b, rtol=1e-14)
+    weights = arrays(rng, x_shape[:-1] + (3,))
+    check_grad(lambda p: rc.sum(rc.affine(p["x"], p["w"], p["b"]) * weights), {"x": x, "w": w, "b": b})
+    check_grad(lambda p: rc.sum(rc.affine(x, p["w"], b) * weights), {"w": w})
+    with pytest.raises(ValueError, match="affine: expected x"):
+        rc.affine(x, w, b[:2])

@@ -29,7 +29,7 @@ __all__ = [
     "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "sum", "mean",
     "take_along_axis", "reshape", "transpose", "concatenate", "stack", "stop_gradient",
-    "embedding", "layer_norm", "gelu", "self_attention",
+    "embedding", "affine", "layer_norm", "gelu", "self_attention",
 ]
 
 # One tape per active value_and_grad call; ops record onto the innermost.
@@ -691,6 +691,34 @@ def embedding(table, ids):
     return _record(out, ((table, vjp),))
 
 
+def affine(x, w, b):
+    """``x @ w + b`` as one tape node: ``x`` ``[..., K]``, ``w`` ``[K, N]``, ``b`` ``[N]`` ->
+    ``[..., N]``. The bias is added into the product in place, and its gradient (the sum of the
+    output's gradient over every row) is one matrix-vector product."""
+    xv, wv, bv = _val(x), _val(w), _val(b)
+    if np.ndim(wv) != 2 or np.shape(xv)[-1:] != wv.shape[:1] or np.shape(bv) != wv.shape[1:]:
+        raise ValueError(f"affine: expected x [..., K], w [K, N], b [N], got shapes "
+                         f"{np.shape(xv)}, {np.shape(wv)}, {np.shape(bv)}")
+    x2 = xv.reshape(-1, wv.shape[0])
+    out = x2 @ wv
+    out += bv
+    out = out.reshape(*np.shape(xv)[:-1], wv.shape[1])
+    if not any(isinstance(v, Tensor) for v in (x, w, b)):
+        return out
+
+    def rows(g):
+        return g.reshape(-1, wv.shape[1])
+
+    parents = []
+    if isinstance(x, Tensor):
+        parents.append((x, lambda g: (rows(g) @ wv.T).reshape(xv.shape)))
+    if isinstance(w, Tensor):
+        parents.append((w, lambda g: x2.T @ rows(g)))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: np.ones(len(x2), dtype=g.dtype) @ rows(g)))
+    return _record(out, tuple(parents))
+
+
 def layer_norm(x, gain, bias, eps: float = 1e-5):
     """``(x - mean) / sqrt(var + eps) * gain + bias`` over the last axis of ``x`` ``[..., D]``.
 
@@ -702,65 +730,88 @@ def layer_norm(x, gain, bias, eps: float = 1e-5):
     for name, v in (("gain", gv), ("bias", bv)):
         if np.shape(v) != (dim,):
             raise ValueError(f"{name}: expected shape ({dim},) (the last axis of x), got {np.shape(v)}")
-    xhat = xv - xv.mean(axis=-1, keepdims=True)
-    # 1 / sqrt(var + eps) as a Python float keeps float32 float32
-    rstd = 1.0 / np.sqrt(np.einsum("...i,...i->...", xhat, xhat)[..., None] / dim + eps)
-    xhat *= rstd
+    x2 = xv.reshape(-1, dim)
+    # row means as matrix-vector products: several times faster than .mean(axis=-1) on short rows
+    average = np.full(dim, 1.0 / dim, dtype=x2.dtype)
+    xhat = x2 - (x2 @ average)[:, None]
+    # 1 / sqrt(var + eps) with a Python float eps keeps float32 float32
+    rstd = 1.0 / np.sqrt(np.einsum("ij,ij->i", xhat, xhat) / dim + eps)
+    xhat *= rstd[:, None]
     out = xhat * gv
     out += bv
+    out = out.reshape(np.shape(xv))
     if not any(isinstance(v, Tensor) for v in (x, gain, bias)):
         return out
 
     def vjp_x(g):
-        gx = g * gv
         # dx = rstd * (g' - mean(g') - xhat * mean(g' xhat)), g' = g * gain
-        dot = np.einsum("...i,...i->...", gx, xhat)[..., None] / dim
-        gx -= gx.mean(axis=-1, keepdims=True)
-        gx -= xhat * dot
-        gx *= rstd
-        return gx
+        gx = g.reshape(-1, dim) * gv
+        dot = np.einsum("ij,ij->i", gx, xhat) / dim
+        gx -= (gx @ average)[:, None]
+        gx -= xhat * dot[:, None]
+        gx *= rstd[:, None]
+        return gx.reshape(np.shape(xv))
 
     parents = []
     if isinstance(x, Tensor):
         parents.append((x, vjp_x))
     if isinstance(gain, Tensor):
-        parents.append((gain, lambda g: np.einsum("ni,ni->i", g.reshape(-1, dim), xhat.reshape(-1, dim))))
+        parents.append((gain, lambda g: np.einsum("ij,ij->j", g.reshape(-1, dim), xhat)))
     if isinstance(bias, Tensor):
-        parents.append((bias, lambda g: g.reshape(-1, dim).sum(axis=0)))
+        parents.append((bias, lambda g: np.ones(len(x2), dtype=g.dtype) @ g.reshape(-1, dim)))
     return _record(out, tuple(parents))
 
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
+# Entries per slice of gelu's passes: 32K float32 (128 KB) per array stays in the core's cache
+# through all of them, where whole 1-4 MB activations would go to memory and back on each pass.
+_GELU_SLICE = 1 << 15
 
 
 def gelu(x):
-    """GELU, tanh form (GPT-2's): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    """GELU, tanh form (GPT-2's): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Computed as ``x * sigmoid(2u)`` with ``u = sqrt(2/pi) (x + 0.044715 x^3)``, the same
+    function: one ``exp`` per entry is cheaper than a ``tanh``.
+    """
     xv = np.asarray(_val(x))
     if xv.dtype.kind != "f":
         xv = xv.astype(np.float64)
-    t = np.multiply(xv, xv, out=np.empty_like(xv))  # an array even for a scalar: tanh writes into it
-    t *= 0.044715 * _GELU_C
-    t += _GELU_C
-    t *= xv
-    np.tanh(t, out=t)
-    out = t + 1.0
-    out *= xv
-    out *= 0.5
+    flat = xv.reshape(-1)
+    h, out = np.empty_like(flat), np.empty_like(flat)
+    for lo in range(0, flat.size, _GELU_SLICE):
+        xs, hs = flat[lo:lo + _GELU_SLICE], h[lo:lo + _GELU_SLICE]
+        np.multiply(xs, xs, out=hs)
+        hs *= -2 * 0.044715 * _GELU_C
+        hs -= 2 * _GELU_C
+        hs *= xs  # -2u
+        with np.errstate(over="ignore"):  # exp(-2u) = inf for x below about -10 (float32): h = 0
+            np.exp(hs, out=hs)
+        hs += 1.0
+        np.reciprocal(hs, out=hs)  # h = sigmoid(2u) = (1 + tanh u) / 2
+        np.multiply(xs, hs, out=out[lo:lo + _GELU_SLICE])
+    out = out.reshape(xv.shape)
     if not isinstance(x, Tensor):
         return out
 
     def vjp(g):
-        # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-        x2 = xv * xv
-        x2 *= 3 * 0.044715
-        x2 += 1.0
-        x2 *= 0.5 * _GELU_C
-        x2 *= xv
-        sech2 = 1.0 - t * t
-        x2 *= sech2
-        x2 += 0.5 * (1.0 + t)
-        x2 *= g
-        return x2
+        # d/dx = h + x h (1 - h) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), as d tanh = 1 - tanh^2
+        g = np.reshape(g, -1)
+        grad = np.empty(flat.shape, dtype=np.result_type(flat, g))
+        spread = np.empty(min(flat.size, _GELU_SLICE), dtype=h.dtype)
+        for lo in range(0, flat.size, _GELU_SLICE):
+            xs, hs, gs = flat[lo:lo + _GELU_SLICE], h[lo:lo + _GELU_SLICE], grad[lo:lo + _GELU_SLICE]
+            ss = spread[:len(xs)]
+            np.multiply(xs, xs, out=gs)
+            gs *= 6 * 0.044715 * _GELU_C
+            gs += 2 * _GELU_C
+            gs *= xs
+            np.subtract(1.0, hs, out=ss)
+            ss *= hs
+            gs *= ss
+            gs += hs
+            gs *= g[lo:lo + _GELU_SLICE]
+        return grad.reshape(xv.shape)
 
     return _record(out, ((x, vjp),))
 
@@ -787,8 +838,7 @@ def self_attention(qkv, heads: int, mask=None):
     dh = dim // heads
     scale = 1.0 / float(np.sqrt(dh))
     q, k, v = value.reshape(batch, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # [B, H, T, dh]
-    scores = q @ k.swapaxes(-1, -2)  # [B, H, T, T]
-    scores *= scale
+    hidden = None
     if mask is not None:
         mask = np.asarray(mask, dtype=bool)
         try:
@@ -799,12 +849,10 @@ def self_attention(qkv, heads: int, mask=None):
         if not visible.any(axis=-1).all():
             raise ValueError("mask: some query sees no key (a row of the mask is all False); "
                              "let every query at least see itself")
-        # masked_fill, broadcast over the heads: exp(-inf) is exactly 0
-        np.copyto(scores, -np.inf, where=~mask[..., None, :, :] if mask.ndim == 3 else ~mask)
-    scores -= scores.max(axis=-1, keepdims=True)
-    probs = np.exp(scores, out=scores)
-    probs /= probs.sum(axis=-1, keepdims=True)
-    out = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, dim)
+        hidden = ~mask[..., None, :, :] if mask.ndim == 3 else ~mask  # broadcast over the heads
+    probs = _attention_probs(q, k, scale, hidden, fast=True)
+    out = np.empty((batch, length, dim), dtype=probs.dtype)
+    np.matmul(probs, v, out=out.reshape(batch, length, heads, dh).transpose(0, 2, 1, 3))
     if not isinstance(qkv, Tensor):
         return out
 
@@ -823,3 +871,31 @@ def self_attention(qkv, heads: int, mask=None):
         return grad.reshape(batch, length, three_d)
 
     return _record(out, ((qkv, vjp),))
+
+
+def _attention_probs(q, k, scale: float, hidden, fast: bool):
+    """``softmax(q k^T * scale)`` ``[B, H, T, T]`` with ``hidden`` keys (bool, broadcastable)
+    at probability exactly 0.
+
+    Softmax may subtract any constant per row before ``exp``; the usual one, the row's max, is
+    a reduction over rows of T entries, which numpy makes as slow as the ``exp`` itself. With
+    ``fast``, each row's own score for its own position (the diagonal, which a causal query
+    always sees) is subtracted instead: still a function of the row alone, so causality holds
+    bit for bit. Should some score exceed it by more than ``exp`` can hold, or a row's sum come
+    out tiny (a hidden diagonal), the call is redone with the exact row max.
+    """
+    scores = q @ k.swapaxes(-1, -2)
+    scores *= scale
+    shift = scores.diagonal(axis1=-2, axis2=-1)[..., None].copy() if fast else None
+    if hidden is not None:
+        np.copyto(scores, -np.inf, where=hidden)  # masked_fill: exp(-inf) is exactly 0
+    scores -= shift if fast else scores.max(axis=-1, keepdims=True)
+    length = scores.shape[-1]
+    with np.errstate(over="ignore"):  # an inf here sends the call to the exact path
+        probs = np.exp(scores, out=scores)
+        # row sums as one matrix-vector product, many times faster than .sum(axis=-1) on short rows
+        sums = probs.reshape(-1, length) @ np.ones(length, dtype=probs.dtype)
+    if fast and not (np.isfinite(sums).all() and sums.min() > 1e-20):
+        return _attention_probs(q, k, scale, hidden, fast=False)
+    probs *= (1.0 / sums).reshape(*probs.shape[:-1], 1)
+    return probs
