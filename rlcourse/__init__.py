@@ -27,6 +27,7 @@ from .algos.rollout import *  # noqa: E402,F401,F403
 from .algos.trainer import *  # noqa: E402,F401,F403
 from .core.autodiff import *  # noqa: E402,F401,F403
 from .core.blas import *  # noqa: E402,F401,F403
+from .core.checkpoint import *  # noqa: E402,F401,F403
 from .core.distributions import *  # noqa: E402,F401,F403
 from .core.heap import *  # noqa: E402,F401,F403
 from .core.importance import *  # noqa: E402,F401,F403
@@ -44,6 +45,7 @@ from .envs import *  # noqa: E402,F401,F403
 from .posttrain.grpo import *  # noqa: E402,F401,F403
 from .posttrain.preference import *  # noqa: E402,F401,F403
 from .posttrain.rlhf import *  # noqa: E402,F401,F403
+from .posttrain.rollout import *  # noqa: E402,F401,F403
 from .posttrain.sft import *  # noqa: E402,F401,F403
 from .posttrain.tasks import *  # noqa: E402,F401,F403
 from .search.decoding import *  # noqa: E402,F401,F403
@@ -90,6 +92,8 @@ __all__ = [
     "concatenate", "stack", "stop_gradient", "embedding", "affine", "layer_norm", "gelu", "self_attention",
     # core.blas
     "single_thread_blas",
+    # core.checkpoint
+    "save_params", "load_params",
     # core.distributions
     "categorical_sample", "categorical_log_prob", "categorical_entropy", "categorical_probs",
     "gaussian_log_prob", "gaussian_entropy",
@@ -105,8 +109,7 @@ __all__ = [
     "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber", "PreferenceResult",
     "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "GRPOLoss", "grpo_loss",
     # core.nn
-    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "save_params", "load_params",
-    "count_params",
+    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
     # core.optim
     "SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule",
     # core.returns
@@ -121,8 +124,8 @@ __all__ = [
     "TransformerConfig", "transformer_init", "transformer_config", "transformer_logits", "KVCache",
     "transformer_prefill", "transformer_decode",
     # envs
-    "Step", "CartPole", "TabularMDP", "GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN",
-    "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
+    "Step", "CartPole", "TabularMDP", "check_mdp", "GridWorld", "FrozenLake", "CliffWalking",
+    "LEFT", "DOWN", "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
     # posttrain.grpo
     "GRPOHistory", "grpo_step", "grpo_train",
     # posttrain.preference
@@ -130,6 +133,8 @@ __all__ = [
     "PreferenceTraining", "train_on_preferences",
     # posttrain.rlhf
     "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
+    # posttrain.rollout
+    "TokenRollout", "sample_rollout", "policy_token_log_probs", "rollout_rewards",
     # posttrain.sft
     "sft",
     # posttrain.tasks

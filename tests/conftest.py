@@ -12,3 +12,10 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 os.environ.pop("MPLBACKEND", None)
+
+# Hypothesis's per-example deadline turns a busy CI machine's slowness into failures; the
+# properties are about values, not speed (speed is measured by benchmarks/).
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("rlcourse", deadline=None)
+settings.load_profile("rlcourse")

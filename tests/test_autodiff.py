@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlcourse as rc
+from rlcourse.core import autodiff as ad
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -233,6 +234,53 @@ def test_named_tuples_pass_through_trees_and_aux_outputs():
     np.testing.assert_array_equal(aux.loss, [3.0, 3.0])
     assert isinstance(g, Pair)
     np.testing.assert_array_equal(g.loss, [2.0, 2.0])
+
+
+def _check_grad(f, x):
+    """``value_and_grad(f)`` against central differences of ``f`` on plain arrays."""
+    _, g = ad.value_and_grad(f)(x)
+    np.testing.assert_allclose(g, ad.numerical_grad(lambda v: float(f(v)), x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("axes", [(-1, 0), (1, -2), (-1, -3, -2), (2, 0, 1)])
+def test_transpose_with_negative_axes(axes):
+    x = np.random.default_rng(0).normal(size=(2, 3) if len(axes) == 2 else (2, 3, 4))
+    weights = np.random.default_rng(1).normal(size=np.transpose(x, axes).shape)
+    _check_grad(lambda p: ad.sum(ad.transpose(p, axes) * weights), x)
+
+
+@pytest.mark.parametrize(("x_shape", "indices"), [
+    ((2, 3), [[0, 0, 1]]),           # indices broadcast over x's rows and repeat an index
+    ((1, 3), [[2, 2], [0, 2]]),      # x broadcast over the indices' rows
+    ((2, 3), [[1], [1]]),            # one pick per slice (the fast path)
+    ((3, 2), [[0, 1], [0, 1], [1, 1]]),
+])
+def test_take_along_axis_broadcasting_and_repeats(x_shape, indices):
+    x = np.random.default_rng(0).normal(size=x_shape)
+    indices = np.array(indices)
+    weights = np.random.default_rng(1).normal(size=np.take_along_axis(x, indices, 1).shape)
+    _check_grad(lambda p: ad.sum(ad.take_along_axis(p, indices, axis=1) * weights), x)
+
+
+def test_power_with_array_exponents_and_traced_exponents():
+    rng = np.random.default_rng(0)
+    base, exponent = rng.uniform(0.5, 2.0, size=3), rng.uniform(-1, 2, size=(2, 3))
+    _check_grad(lambda p: ad.sum(p ** exponent), base)          # exponent broadcasts over the base
+    _check_grad(lambda p: ad.sum(2.0 ** p), exponent)           # a plain base, a traced exponent
+    _check_grad(lambda p: ad.sum(base ** p), exponent)
+    _check_grad(lambda p: ad.sum(p ** p), base)                 # both traced
+
+
+@pytest.mark.parametrize("op", [ad.minimum, ad.maximum])
+def test_minimum_and_maximum_propagate_nan_from_either_side(op):
+    assert np.isnan(op(np.nan, 1.0)) and np.isnan(op(1.0, np.nan))
+    _, g = ad.value_and_grad(lambda p: ad.sum(op(p, np.array([np.nan, 0.0]))))(np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(g, [0.0, 1.0 if op is ad.maximum else 0.0])
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp", "tanh", "exp", "sigmoid"])
+def test_ops_accept_lists(op):
+    np.testing.assert_allclose(getattr(ad, op)([1.0, 2.0]), getattr(ad, op)(np.array([1.0, 2.0])))
 
 
 # ---------------------------------------------------------------- transformer ops

@@ -80,8 +80,8 @@ def test_gaussian_gradients_match_finite_differences():
     np.testing.assert_allclose(g["s"], num_s, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_logits_raise(bad):
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_plus_inf_logits_raise(bad):
     logits = np.array([[0.0, bad, 1.0]])
     with pytest.raises(ValueError, match="logits"):
         rc.categorical_sample(logits, np.random.default_rng(0))
@@ -89,6 +89,33 @@ def test_non_finite_logits_raise(bad):
         rc.categorical_log_prob(logits, np.array([0]))
     with pytest.raises(ValueError, match="logits"):
         rc.categorical_entropy(logits)
+
+
+def test_minus_inf_rules_an_action_out():
+    """-inf is a masked action: probability exactly 0, never sampled, adds 0 to the entropy with
+    finite gradients; taking it is an error; a row with no possible action is an error."""
+    logits = np.array([[0.3, -np.inf, 1.0], [-np.inf, 0.0, -np.inf]])
+    draws = rc.categorical_sample(np.tile(logits, (2000, 1)), np.random.default_rng(0))
+    assert not (draws.reshape(2000, 2)[:, 0] == 1).any() and (draws.reshape(2000, 2)[:, 1] == 1).all()
+    masked = rc.categorical_entropy(logits)
+    np.testing.assert_allclose(masked, [rc.categorical_entropy(np.array([0.3, 1.0])), 0.0])
+    # a network's finite outputs plus a mask of -inf: gradients stay finite, 0 where masked
+    net, mask = np.array([[0.3, 0.5, 1.0], [0.2, 0.0, 0.4]]), np.where(np.isneginf(logits), -np.inf, 0.0)
+    value, g = rc.value_and_grad(lambda x: rc.sum(rc.categorical_entropy(x + mask)))(net)
+    assert np.isfinite(value) and np.isfinite(g).all() and (g[np.isneginf(mask)] == 0).all()
+    _, g = rc.value_and_grad(lambda x: rc.sum(rc.categorical_log_prob(x + mask, [2, 1])))(net)
+    assert np.isfinite(g).all() and (g[np.isneginf(mask)] == 0).all()
+    with pytest.raises(ValueError, match="actions: the action at .0,. has logit -inf"):
+        rc.categorical_log_prob(logits, np.array([1, 1]))
+    with pytest.raises(ValueError, match="-inf everywhere"):
+        rc.categorical_sample(np.array([[-np.inf, -np.inf]]), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="-inf everywhere"):
+        rc.categorical_log_prob(np.array([[-np.inf, -np.inf]]), np.array([0]))
+
+
+def test_lists_of_logits_are_accepted():
+    np.testing.assert_allclose(rc.categorical_probs([[0.0, 0.0]]), [[0.5, 0.5]])
+    np.testing.assert_allclose(rc.categorical_log_prob([[0.0, 0.0]], [1]), [np.log(0.5)])
 
 
 def test_bad_actions_and_shapes_raise():

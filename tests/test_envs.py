@@ -561,10 +561,11 @@ def test_tabular_mdp_samples_model():
     [
         (lambda m: (m[0][:, :, :1],) + m[1:], ValueError, r"P: expected shape \[S, A, S\]"),
         (lambda m: (m[0] * 0.9,) + m[1:], ValueError,
-         r"P: each row P\[s, a, :\] must sum to 1, but P\[0, 0, :\] sums to 0.9"),
+         r"P: each row P\[s, a, :\] of a non-terminal state must sum to 1, but P\[0, 0, :\] sums to 0.9"),
         (lambda m: (m[0], m[1][:1]) + m[2:], ValueError,
-         r"R: expected shape \(2, 2, 2\) \(the shape of P\), got \(1, 2, 2\)"),
-        (lambda m: m[:2] + (np.array([0, 1]), m[3]), TypeError, "terminal: expected a bool"),
+         r"R: expected shape \(2, 2, 2\) \(R\[s, a, s'\], as P\) or \(2, 2\) .*got \(1, 2, 2\)"),
+        (lambda m: m[:2] + (np.array([0.5, 1.0]), m[3]), TypeError, "terminal: expected booleans"),
+        (lambda m: m[:2] + (None, m[3]), TypeError, "terminal: expected a bool array"),
         (lambda m: m[:2] + (np.array([True, True]), m[3]), ValueError, "every state is terminal"),
         (lambda m: m[:3] + (np.array([0.5, 0.4]),), ValueError,
          "start: expected a distribution over the 2 states"),
@@ -575,6 +576,7 @@ def test_tabular_mdp_samples_model():
     ],
 )
 def test_tabular_mdp_validation_errors(change, error, match):
+    """One validator (rc.check_mdp) serves environments and dynamic programming."""
     with pytest.raises(error, match=match):
         TabularMDP(*change(_two_state_model()))
 

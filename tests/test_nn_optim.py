@@ -111,17 +111,77 @@ def test_linear_schedule():
     assert [f(0), f(50), f(100), f(1000)] == [1.0, 0.5, 0.0, 0.0]
 
 
-def test_save_and_load_round_trip_without_pickle(tmp_path):
-    params = {"actor": rc.mlp_init([4, 8, 2], seed=0), "log_std": np.zeros(2), "nested": [[np.ones(1)]]}
-    path = tmp_path / "params.npz"
-    rc.save_params(path, params)
-    loaded = rc.load_params(path)
-    assert isinstance(loaded["actor"], list) and isinstance(loaded["nested"][0], list)
-    for a, b in zip(rc.tree_leaves(params), rc.tree_leaves(loaded)):
+def _same_tree(a, b):
+    """Same containers (dict/list/tuple, keys, order), same leaf types, shapes, dtypes, values."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same_tree(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same_tree(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
-        assert a.dtype == b.dtype
+    else:
+        assert a == b
+
+
+TREES = {
+    "mlp": {"actor": rc.mlp_init([4, 8, 2], seed=0), "log_std": np.zeros(2), "nested": [[np.ones(1)]]},
+    "tuples and empties": {"a": (np.ones(2), np.zeros((0, 3))), "b": [], "c": {}, "d": ((), [{}])},
+    "list with an empty container in the middle": [np.ones(1), [], np.arange(3), {}],
+    "keys with slashes and hashes": {"a/b": np.ones(1), "#0": np.zeros(1), "": {"x": 1.5}},
+    "scalars and dtypes": {"n": 3, "lr": 1e-3, "on": True, "i8": np.arange(3, dtype=np.int8),
+                           "b": np.array([True, False]), "f16": np.ones(2, np.float16)},
+    "a bare array": np.arange(4.0),
+}
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_save_and_load_round_trip_exactly(tmp_path, name):
+    path = rc.save_params(tmp_path / "params.npz", TREES[name])
+    _same_tree(TREES[name], rc.load_params(path))
     with np.load(path, allow_pickle=False) as data:  # readable with pickle disabled
-        assert "actor/#0/w" in data.files
+        assert "__tree__" in data.files
+
+
+def test_save_and_load_accept_the_same_path_with_or_without_npz(tmp_path):
+    written = rc.save_params(tmp_path / "model", {"w": np.ones(2)})
+    assert written == tmp_path / "model.npz" and written.exists()
+    np.testing.assert_array_equal(rc.load_params(tmp_path / "model")["w"], np.ones(2))
+    np.testing.assert_array_equal(rc.load_params(str(tmp_path / "model.npz"))["w"], np.ones(2))
+
+
+@pytest.mark.parametrize("leaf", [np.array([object()]), "text", None, np.array(["a"]),
+                                  np.ones(2, dtype=complex)])
+def test_save_refuses_leaves_it_would_have_to_pickle(tmp_path, leaf):
+    with pytest.raises(TypeError, match=r"params: leaves must be numeric arrays or numbers.*\['w'\]"):
+        rc.save_params(tmp_path / "p", {"w": leaf})
+    assert not (tmp_path / "p.npz").exists()
+    with pytest.raises(TypeError, match="dict keys must be strings"):
+        rc.save_params(tmp_path / "p", {1: np.ones(1)})
+
+
+def test_load_gives_one_clear_error_for_what_is_not_a_checkpoint(tmp_path):
+    good = rc.save_params(tmp_path / "good", {"w": np.ones(3)})
+    cases = {
+        "empty.npz": b"",
+        "random.npz": np.random.default_rng(0).bytes(300),
+        "truncated.npz": good.read_bytes()[:60],
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+    np.save(tmp_path / "plain.npy", np.ones(2))
+    np.savez(tmp_path / "foreign.npz", w=np.ones(2))
+    for name in [*cases, "plain.npy", "foreign.npz"]:
+        with pytest.raises(ValueError, match="is not an rlcourse checkpoint") as err:
+            rc.load_params(tmp_path / name)
+        assert "allow_pickle" not in str(err.value)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        rc.load_params(tmp_path / "missing")
 
 
 def test_fitting_a_regression_with_adam_drives_the_loss_down():

@@ -139,3 +139,14 @@ def test_reinforce_solves_cartpole():
                        200_000, lr=1e-2, seed=0)
     assert res.steps >= 200_000 and res.episode_end_steps[-1] == res.steps
     assert res.episode_returns[-20:].mean() >= 475
+
+
+def test_collect_episodes_refuses_to_run_forever():
+    """A grid without a goal or time limit never ends an episode: an error, not a hang."""
+    env = rc.GridWorld(layout=["S.", ".."])
+    with pytest.raises(RuntimeError, match="had not ended after max_steps=300"):
+        rc.collect_episodes(env, lambda p, o: np.zeros((len(o), 4)), None,
+                            np.random.default_rng(0), max_steps=300)
+    with pytest.raises(ValueError, match="max_steps"):
+        rc.collect_episodes(env, lambda p, o: np.zeros((len(o), 4)), None,
+                            np.random.default_rng(0), max_steps=0)

@@ -20,12 +20,20 @@ twins = sorted(p for p in (top / "lessons" / "src").glob("[0-9][0-9]_*.py")
                if not wanted or p.stem[:2] in wanted)
 if not twins:
     sys.exit(f"no lesson twin matches {wanted} in {top / 'lessons' / 'src'}")
+failed = []
 for twin in twins:
-    out, seconds = build(twin)
-    print(f"{out.name}: executed in {seconds:.1f} s")
+    try:
+        out, seconds = build(twin)
+    except Exception as err:  # keep building the others; report every failure at the end
+        failed.append(twin.name)
+        print(f"{twin.name}: FAILED: {type(err).__name__}: {str(err)[-2000:]}", flush=True)
+        continue
+    print(f"{out.name}: executed in {seconds:.1f} s", flush=True)
 
 readme = top / "README.md"
 text = readme.read_text(encoding="utf-8")
 block = f"<!-- course-map:start -->\n{course_map_markdown(top / 'lessons')}\n<!-- course-map:end -->"
 readme.write_text(re.sub(r"<!-- course-map:start -->.*?<!-- course-map:end -->", lambda _: block,
                          text, flags=re.S), encoding="utf-8")
+if failed:
+    sys.exit(f"failed: {', '.join(failed)}")

@@ -152,7 +152,7 @@ print("stored obs:", buffer.obs[:, 0].astype(int).tolist(), "next write at row",
 # arrive as plain arrays, so no gradient reaches them):
 
 # %%
-print(inspect.getsource(inspect.getmodule(rc.dqn_targets)._td_targets))
+print(inspect.getsource(rc.dqn_targets))
 print(inspect.getsource(rc.dqn_loss))
 
 # %% [markdown]
@@ -191,9 +191,9 @@ evals = []
 
 
 def evaluate_every_2560(info):
-    if info["step"] % 2_560 == 0 and info["step"] >= 10_240:
+    if info["steps"] % 2_560 == 0 and info["steps"] >= 10_240:
         score = rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, info["params"]), 10, seed=1_000).mean
-        evals.append((info["step"], score))
+        evals.append((info["steps"], score))
         return score < 475
     return True
 
@@ -225,8 +225,8 @@ plt.show()
 # The evaluations (printed above) jump around: DQN on CartPole is known to reach 500 and then forget it for a
 # while, because a near-perfect policy fills the buffer with only "upright" states. Evaluate
 # the greedy policy, keep the best parameters, and do not read much into a single run:
-# `rc.dqn(..., eval_env=rc.CartPole(n=10), keep_best=True)` does the first two for you and
-# returns `best_params` next to the final `params`. Its `best_eval` is the best of many noisy
+# `rc.dqn(..., callback=rc.Checkpoints(rc.CartPole(n=10), q_net))` does the first two for you and
+# keeps `best_params` next to the final `params`. Its `best_return` is the best of many noisy
 # scores on the same episodes, so re-evaluate `best_params` on other seeds before you quote it.
 #
 # **Double DQN's fix, measured.** Take a state where every action is truly worth 0 and two
@@ -271,7 +271,7 @@ plt.show()
 # | values near the end of episodes too high | bootstrapping through `terminated` | multiply the bootstrap by `1 - terminated` |
 # | values near the time limit too low | treating `truncated` as terminal | store `terminated` only; truncation bootstraps from `final_obs` |
 # | next state is a fresh start state | storing `obs` after an autoreset | store `final_obs` as the next observation |
-# | learning, then sudden collapse | buffer full of one kind of state; lr too high | evaluate often and keep the best (`keep_best=True`); larger buffer; lower lr |
+# | learning, then sudden collapse | buffer full of one kind of state; lr too high | evaluate often and keep the best (`rc.Checkpoints`); larger buffer; lower lr |
 # | nothing learned for a long time | epsilon decays too slowly or learning starts late | decay epsilon over ~10-20% of training |
 
 # %% [markdown]

@@ -206,8 +206,8 @@ assert z_max > 4.5
 # ## Use it
 #
 # `rc.reinforce` runs 16 CartPole copies for one episode each, weights the steps with
-# reward-to-go minus the baseline, and takes one Adam step per batch; 800 episodes is 50
-# updates. The policy is a 4-32-2 tanh network with a small output layer (near-uniform start).
+# reward-to-go minus the baseline, and takes one Adam step per batch, until 200k environment
+# steps have been learned from. The policy is a 4-32-2 tanh network with a small output layer (near-uniform start).
 
 # %%
 def policy_net(params, obs):
@@ -217,7 +217,7 @@ def policy_net(params, obs):
 runs = {}
 for name, base in (("with baseline", True), ("no baseline", False)):
     runs[name] = rc.reinforce(rc.CartPole(n=16), policy_net, rc.mlp_init([4, 32, 2], seed=SEED, out_scale=0.01),
-                              800, lr=1e-2, baseline=base, seed=SEED)
+                              200_000, lr=1e-2, baseline=base, seed=SEED)
 last20 = runs["with baseline"].episode_returns[-20:].mean()
 
 # %% tags=["nbval-ignore-output"]

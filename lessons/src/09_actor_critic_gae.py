@@ -240,10 +240,10 @@ a2c_eval = rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, a2c.params), ep
 
 # %% tags=["nbval-ignore-output"]
 print(f"{a2c.updates} updates in {a2c.wall_time:.1f} s; best mean of 20 training episodes "
-      f"{np.nanmax(a2c.mean_returns):.1f}; greedy evaluation {a2c_eval.mean:.1f}")
+      f"{np.nanmax(a2c.history['mean_return']):.1f}; greedy evaluation {a2c_eval.mean:.1f}")
 
 # %%
-reached = bool(np.nanmax(a2c.mean_returns) >= 475)
+reached = bool(np.nanmax(a2c.history["mean_return"]) >= 475)
 print(f"mean of 20 training episodes reached 475 (CartPole's solved mark): {reached}")
 assert reached
 

@@ -258,7 +258,7 @@ print(rc.PPO_CARTPOLE)
 model, params = rc.make_actor_critic(4, 2, hidden=(64, 64), seed=SEED)
 result = rc.ppo(rc.CartPole(n=8, seed=SEED), model, params, seed=SEED, progress=False,
                 **rc.PPO_CARTPOLE)
-solved_at = result.steps[np.argmax(result.mean_returns >= 475)]
+solved_at = result.history["steps"][np.argmax(result.history["mean_return"] >= 475)]
 evaluation = rc.evaluate(rc.CartPole(n=1), rc.greedy_policy(model, result.params),
                          episodes=10, seed=SEED + 100)
 
@@ -267,13 +267,13 @@ print(f"{result.updates} updates in {result.wall_time:.1f} s; mean of the last 2
       f"episodes first >= 475 after {solved_at} steps; greedy evaluation {evaluation.mean:.1f}")
 
 # %%
-reached = bool(np.nanmax(result.mean_returns) >= 475)
+reached = bool(np.nanmax(result.history["mean_return"]) >= 475)
 print(f"mean of 20 training episodes reached 475 within 50k steps: {reached}")
 print(f"greedy policy, 10 evaluation episodes, mean return: {evaluation.mean:.0f}")
 assert reached and evaluation.mean == 500.0
-fifth = len(result.approx_kl) // 5
-assert np.median(result.clip_fraction) < 0.5 and np.max(result.approx_kl) < 0.05
-assert np.mean(result.approx_kl[-fifth:]) < np.mean(result.approx_kl[:fifth])
+fifth = len(result.history["approx_kl"]) // 5
+assert np.median(result.history["clip_fraction"]) < 0.5 and np.max(result.history["approx_kl"]) < 0.05
+assert np.mean(result.history["approx_kl"][-fifth:]) < np.mean(result.history["approx_kl"][:fifth])
 
 # %%
 ax = rc.learning_curve(result, target=475)
@@ -311,16 +311,16 @@ for lr in (1e-3, 3e-2):
 
 # %% tags=["nbval-ignore-output"]
 for lr, r in runs.items():
-    print(f"lr {lr:g}: median approx KL {np.median(r.approx_kl):.4f}, "
-          f"median clip fraction {np.median(r.clip_fraction):.3f}, final entropy {r.entropy[-1]:.3f}")
+    print(f"lr {lr:g}: median approx KL {np.median(r.history['approx_kl']):.4f}, "
+          f"median clip fraction {np.median(r.history['clip_fraction']):.3f}, final entropy {r.history['entropy'][-1]:.3f}")
 
 # %%
-kl_ratio = np.median(runs[3e-2].approx_kl) / np.median(runs[1e-3].approx_kl)
-clip_ratio = np.median(runs[3e-2].clip_fraction) / np.median(runs[1e-3].clip_fraction)
+kl_ratio = np.median(runs[3e-2].history["approx_kl"]) / np.median(runs[1e-3].history["approx_kl"])
+clip_ratio = np.median(runs[3e-2].history["clip_fraction"]) / np.median(runs[1e-3].history["clip_fraction"])
 print(f"the large learning rate's median KL is more than 3x the preset's: {kl_ratio > 3}")
 print(f"its median clip fraction more than 2x, its final entropy lower: {clip_ratio > 2}, "
-      f"{runs[3e-2].entropy[-1] < runs[1e-3].entropy[-1]}")
-assert kl_ratio > 3 and clip_ratio > 2 and runs[3e-2].entropy[-1] < runs[1e-3].entropy[-1]
+      f"{runs[3e-2].history['entropy'][-1] < runs[1e-3].history['entropy'][-1]}")
+assert kl_ratio > 3 and clip_ratio > 2 and runs[3e-2].history["entropy"][-1] < runs[1e-3].history["entropy"][-1]
 
 # %%
 axes = rc.ppo_diagnostics(list(runs.values()), labels=[f"lr {lr:g}" for lr in runs])

@@ -134,8 +134,8 @@ def ppo(env, model, params, total_steps: int = 100_000, *, rollout: int = 128, e
                                               (data.obs, data.actions, data.log_probs, data.values))
         b_adv, b_returns = advantages.reshape(batch), returns.reshape(batch)
         # 3. Several epochs of clipped updates on shuffled minibatches
-        stats = []
-        for epoch in range(epochs):
+        stats, epochs_run = [], 0
+        for _ in range(epochs):
             order = rng.permutation(batch)
             epoch_stats = []
             for start in range(0, batch, minibatch):
@@ -147,11 +147,12 @@ def ppo(env, model, params, total_steps: int = 100_000, *, rollout: int = 128, e
                 learner.step(grads, step_lr)
                 epoch_stats.append(step_stats)
             stats.extend(epoch_stats)
+            epochs_run += 1
             if target_kl is not None and average(epoch_stats)["approx_kl"] > target_kl:
                 break
         if not log.end_update(learner.params, last=update == num_updates - 1, **average(stats),
                               explained_variance=explained_variance(b_values, b_returns),
-                              epochs=epoch + 1, lr=step_lr, clip=step_clip):
+                              epochs=epochs_run, lr=step_lr, clip=step_clip):
             break
     return log.result(learner.params)
 

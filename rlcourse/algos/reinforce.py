@@ -147,21 +147,29 @@ def policy_gradient_estimate(model, params, obs, actions, weights, mask, per_epi
     return np.stack(rows)
 
 
-def collect_episodes(env, model, params, rng: np.random.Generator, obs=None):
+def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
+                     max_steps: int = 100_000):
     """Run every copy of ``env`` until each has finished one episode; sample from softmax logits.
 
     Returns ``(obs [T, n, ...], actions [T, n], rewards [T, n], mask [T, n], next_obs)`` with
     episodes as columns (see the module docstring) and ``next_obs`` the observation to continue
     from. Starts from ``obs`` if given (each copy must be at an episode start), else from
     ``env.reset()``. Copies that finish early keep stepping until the last one is done; those
-    steps belong to their next episode and are masked out and discarded.
+    steps belong to their next episode and are masked out and discarded. An episode longer than
+    ``max_steps`` steps raises (an environment with no time limit and a policy that never ends
+    an episode would otherwise run forever).
     """
+    max_steps = check_count("max_steps", max_steps)
     if obs is None:
         obs = env.reset()
     n = env.n
     running = np.ones(n, dtype=bool)
     all_obs, all_actions, all_rewards, all_mask = [], [], [], []
     while running.any():
+        if len(all_obs) == max_steps:
+            raise RuntimeError(f"collect_episodes: {int(running.sum())} of {n} episodes had not "
+                               f"ended after max_steps={max_steps} steps; give the environment a "
+                               "time limit (e.g. max_steps=...) or raise max_steps")
         actions = categorical_sample(model(params, obs), rng)
         step = env.step(actions)
         all_obs.append(obs)

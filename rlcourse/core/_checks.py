@@ -7,17 +7,19 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative"]
+           "check_nonnegative", "check_logits"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
-    """``x`` as a float array (float32 stays float32), finite, optionally with ``ndim`` dims."""
+    """``x`` as a real float array (float32 stays float32), finite, optionally with ``ndim`` dims.
+
+    Booleans and integers become float64; complex numbers are refused rather than silently
+    losing their imaginary part.
+    """
     arr = np.asarray(x)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
-    ):
-        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
-    if not np.issubdtype(arr.dtype, np.floating):
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected a real numeric array, got dtype {arr.dtype}")
+    if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
@@ -131,3 +133,35 @@ def check_nonnegative(name: str, value, positive: bool = False) -> float:
         expected = "a finite number > 0" if positive else "a finite number >= 0"
         raise ValueError(f"{name}: expected {expected}, got {value}")
     return value
+
+
+def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
+    """Logits as a real float array, with the one rule every function here uses for them.
+
+    ``-inf`` is allowed: it is how an action or token is ruled out (probability exactly 0).
+    NaN and ``+inf`` are errors (a diverged network), and so is a row that is ``-inf``
+    everywhere (no action would be possible). ``value`` is a plain array (for a traced value
+    pass its ``stop_gradient``); lists and integer arrays become float64, float16 float32;
+    ``ndim`` fixes the number of dimensions, else at least one; the last axis must be non-empty.
+    """
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real-valued logits, got dtype {arr.dtype}")
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    elif arr.dtype == np.float16:  # its range (6.5e4) overflows in a softmax's differences
+        arr = arr.astype(np.float32)
+    if (ndim is not None and arr.ndim != ndim) or arr.ndim < 1 or arr.shape[-1] == 0:
+        expected = f"{ndim} dimensions" if ndim is not None else "shape [..., A] with A >= 1"
+        raise ValueError(f"{name}: expected {expected}, got shape {arr.shape}")
+    bad = np.isnan(arr) | np.isposinf(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}: expected no NaN or +inf (a diverged network?), got {arr[where]} "
+                         f"at index {where}")
+    dead = np.isneginf(arr).all(axis=-1)
+    if dead.any():
+        where = tuple(int(i) for i in np.argwhere(dead)[0])
+        raise ValueError(f"{name}: the row at {where} is -inf everywhere; no choice would have "
+                         "nonzero probability")
+    return arr

@@ -92,6 +92,9 @@ class Tensor:
     def __pow__(self, exponent):
         return _pow(self, exponent)
 
+    def __rpow__(self, base):
+        return _pow(base, self)
+
     def __neg__(self):
         return _record(-self.value, ((self, np.negative),))
 
@@ -207,11 +210,21 @@ def _div(a, b):
 
 
 def _pow(a, exponent):
+    """``a ** exponent`` for any mix of traced and plain base and exponent (broadcasting).
+
+    d/da = exponent * a ** (exponent - 1); d/dexponent = a ** exponent * log(a), defined for
+    a > 0 (the gradient to a traced exponent is NaN where the base is <= 0, as log is).
+    """
+    av, ev = _val(a), _val(exponent)
+    out = av**ev
+    if not (isinstance(a, Tensor) or isinstance(exponent, Tensor)):
+        return out
+    parents = []
+    if isinstance(a, Tensor):
+        parents.append((a, lambda g: _unbroadcast(g * ev * av ** (ev - 1), np.shape(av))))
     if isinstance(exponent, Tensor):
-        raise TypeError("x ** y: a traced exponent is not supported; use exp(y * log(x))")
-    av = a.value
-    out = av**exponent
-    return _record(out, ((a, lambda g: g * exponent * av ** (exponent - 1)),))
+        parents.append((exponent, lambda g: _unbroadcast(g * out * np.log(av), np.shape(ev))))
+    return _record(out, tuple(parents))
 
 
 def _matmul(a, b):
@@ -285,7 +298,7 @@ def _getitem(a: Tensor, index):
 def _unary(x, value_fn, vjp_fn):
     """Apply ``value_fn``; ``vjp_fn(g, x_value, out_value)`` is its vector-Jacobian product."""
     if not isinstance(x, Tensor):
-        return value_fn(np.asarray(x) if np.isscalar(x) else x)
+        return value_fn(np.asarray(x))
     xv = x.value
     out = value_fn(xv)
     return _record(out, ((x, lambda g: vjp_fn(g, xv, out)),))
@@ -379,13 +392,17 @@ def logsumexp(x, axis: int | None = -1, keepdims: bool = False):
 # ---------------------------------------------------------------- selection
 
 def minimum(a, b):
-    """Elementwise min; the gradient goes to the smaller input (to ``a`` on ties)."""
-    return _select(np.asarray(_val(a) <= _val(b)), a, b)
+    """Elementwise min; the gradient goes to the smaller input (to ``a`` on ties). A NaN in
+    either input gives NaN there, whichever side it is on (as ``np.minimum``)."""
+    av, bv = np.asarray(_val(a)), np.asarray(_val(b))
+    return _select((av <= bv) | np.isnan(av), a, b)
 
 
 def maximum(a, b):
-    """Elementwise max; the gradient goes to the larger input (to ``a`` on ties)."""
-    return _select(np.asarray(_val(a) >= _val(b)), a, b)
+    """Elementwise max; the gradient goes to the larger input (to ``a`` on ties). A NaN in
+    either input gives NaN there, whichever side it is on (as ``np.maximum``)."""
+    av, bv = np.asarray(_val(a)), np.asarray(_val(b))
+    return _select((av >= bv) | np.isnan(av), a, b)
 
 
 def where(condition, a, b):
@@ -417,21 +434,28 @@ def clip(x, lo, hi):
 
 
 def take_along_axis(x, indices, axis: int = -1):
-    """``np.take_along_axis`` that sends gradients back to the picked entries (repeats add)."""
-    xv = _val(x)
+    """``np.take_along_axis`` that sends gradients back to the picked entries: an entry picked
+    twice (a repeated index, or indices broadcast over a length-1 axis of ``x``) gets both."""
+    xv = np.asarray(_val(x))
     indices = np.asarray(indices)
     out = np.take_along_axis(xv, indices, axis=axis)
     if not isinstance(x, Tensor):
         return out
+    axis = axis % xv.ndim
+    one_pick_per_slice = indices.shape[axis] == 1 and all(
+        indices.shape[d] == xv.shape[d] for d in range(xv.ndim) if d != axis)
 
     def vjp(g):
         full = np.zeros_like(xv, dtype=np.result_type(xv, g))
-        if indices.shape[axis] == 1:  # one pick per slice: no repeats possible
+        if one_pick_per_slice:  # no entry can be picked twice: a plain write is exact
             np.put_along_axis(full, indices, g, axis=axis)
-        else:
-            grid = list(np.indices(indices.shape, sparse=True))
-            grid[axis] = indices
-            np.add.at(full, tuple(grid), g)
+            return full
+        grid = list(np.indices(out.shape, sparse=True))
+        for d in range(xv.ndim):
+            if d != axis and xv.shape[d] == 1:  # x was broadcast along d: all picks land on 0
+                grid[d] = np.zeros_like(grid[d])
+        grid[axis] = np.broadcast_to(indices, out.shape)
+        np.add.at(full, tuple(grid), g)
         return full
 
     return _record(out, ((x, vjp),))
@@ -477,7 +501,8 @@ def transpose(x, axes=None):
     out = np.transpose(xv, axes)
     if not isinstance(x, Tensor):
         return out
-    inverse = None if axes is None else np.argsort(axes)
+    # negative axes name the same axes as their positive forms; argsort needs the positive ones
+    inverse = None if axes is None else np.argsort([a % xv.ndim for a in axes])
     return _record(out, ((x, lambda g: np.transpose(g, inverse)),))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_int_array, check_finite, check_shape
+from ._checks import as_int_array, check_finite, check_logits, check_shape
 
 __all__ = [
     "categorical_sample", "categorical_log_prob", "categorical_entropy", "categorical_probs",
@@ -21,20 +21,17 @@ __all__ = [
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 
-def _check_logits(logits, name: str = "logits") -> np.ndarray:
-    """The value of ``logits`` (array or Tensor): float, at least 1-D, finite, non-empty rows."""
-    value = np.asarray(ad.stop_gradient(logits))
-    if not np.issubdtype(value.dtype, np.floating):
-        raise TypeError(f"{name}: expected floating-point logits, got dtype {value.dtype}")
-    if value.ndim < 1 or value.shape[-1] < 1:
-        raise ValueError(f"{name}: expected shape [..., A] with A >= 1 actions, got {value.shape}")
-    check_finite(name, value)
-    return value
+def _checked(logits):
+    """``(value, logits)``: the checked plain value of ``logits`` (see
+    :func:`~rlcourse.core._checks.check_logits`: ``-inf`` rules an action out, NaN and ``+inf``
+    raise), and what to compute with: the traced value itself, or the checked array."""
+    value = check_logits("logits", ad.stop_gradient(logits))
+    return value, logits if isinstance(logits, ad.Tensor) else value
 
 
 def categorical_probs(logits) -> np.ndarray:
     """``softmax(logits)`` along the last axis as a plain array ``[..., A]``."""
-    return ad.softmax(_check_logits(logits))
+    return ad.softmax(_checked(logits)[0])
 
 
 def categorical_sample(logits, rng: np.random.Generator) -> np.ndarray:
@@ -45,7 +42,7 @@ def categorical_sample(logits, rng: np.random.Generator) -> np.ndarray:
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
-    probs = ad.softmax(_check_logits(logits))
+    probs = ad.softmax(_checked(logits)[0])
     cdf = np.cumsum(probs, axis=-1)
     u = rng.random(probs.shape[:-1]) * cdf[..., -1]  # scaled by the total: rounding never overshoots
     actions = (u[..., None] >= cdf).sum(axis=-1)
@@ -55,20 +52,31 @@ def categorical_sample(logits, rng: np.random.Generator) -> np.ndarray:
 def categorical_log_prob(logits, actions):
     """``log pi(actions | logits)``: logits ``[..., A]``, integer actions ``[...]`` -> ``[...]``.
 
-    Differentiable in ``logits``. Actions outside ``[0, A)`` or of the wrong shape raise.
+    Differentiable in ``logits``. Actions outside ``[0, A)`` or of the wrong shape raise, and so
+    does an action whose logit is ``-inf`` (it could not have been taken).
     """
-    value = _check_logits(logits)
+    value, logits = _checked(logits)
     actions = as_int_array("actions", actions, 0, value.shape[-1])
     check_shape("actions", actions, value.shape[:-1], against="logits without its last axis")
+    impossible = np.isneginf(np.take_along_axis(value, actions[..., None], axis=-1)[..., 0])
+    if impossible.any():
+        where = tuple(int(i) for i in np.argwhere(impossible)[0])
+        raise ValueError(f"actions: the action at {where} has logit -inf (probability 0), so it "
+                         "cannot have been taken under these logits")
     picked = ad.take_along_axis(ad.log_softmax(logits), actions[..., None], axis=-1)
     return ad.reshape(picked, actions.shape)
 
 
 def categorical_entropy(logits):
-    """``-sum_a pi(a) log pi(a)`` of each row of ``logits [..., A]`` -> ``[...]`` (nats, >= 0)."""
-    _check_logits(logits)
+    """``-sum_a pi(a) log pi(a)`` of each row of ``logits [..., A]`` -> ``[...]`` (nats, >= 0).
+
+    A ruled-out action (logit ``-inf``) adds exactly 0 (the limit of ``p log p``), with a zero
+    gradient, never ``0 * -inf``.
+    """
+    value, logits = _checked(logits)
     log_p = ad.log_softmax(logits)
-    return -ad.sum(ad.exp(log_p) * log_p, axis=-1)
+    possible = np.isfinite(ad.stop_gradient(log_p))
+    return -ad.sum(ad.exp(log_p) * ad.where(possible, log_p, 0.0), axis=-1)
 
 
 def _check_gaussian(mean, log_std, actions=None):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_float_array, check_shape
+from ._checks import as_bool_array, as_float_array, check_count, check_shape
 from .kl import _check_token_mask, _same_shape_values, kl_estimate
 
 __all__ = [
@@ -100,15 +100,15 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     # padding log-probs may be -inf on both sides; replace them before subtracting
     log_ratio = ad.where(mask, logp, 0.0) - np.where(mask, old, 0.0).astype(dtype)
     ratio = ad.exp(log_ratio)
-    objective = ad.minimum(ratio * adv, ad.clip(ratio, 1.0 - clip, 1.0 + clip) * adv)
-    objective = ad.where(mask, objective, 0.0)
+    objective = ad.where(mask, ppo_clip_objective(ratio, adv, clip), 0.0)
     if aggregate == "token":
         loss = -ad.sum(objective) / int(counts.sum())
     else:
         loss = -ad.mean(ad.sum(objective, axis=1) / counts.astype(dtype))
-    r = np.exp(np.where(mask, lp - np.where(mask, old, 0.0), 0.0))
-    clip_fraction = float(np.mean(np.abs(r[mask] - 1.0) > clip))
-    approx_kl = float(np.mean((r - 1.0 - np.log(r))[mask]))
+    log_r = ad.stop_gradient(log_ratio)
+    clip_fraction = float(np.mean(np.abs(np.exp(log_r[mask]) - 1.0) > clip))
+    # k3 from the log-ratio itself: finite even where the ratio underflows to 0
+    approx_kl = float(np.mean(kl_estimate(np.zeros_like(log_r[mask]), log_r[mask], "k3")))
     return PPOClipResult(loss, clip_fraction, approx_kl)
 
 
@@ -270,9 +270,7 @@ def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = T
     to zero. Returns float64 [B]; rewards are data, not traced.
     """
     r = as_float_array("rewards", rewards, ndim=1).astype(np.float64)
-    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 2:
-        raise ValueError(f"group_size: expected an integer >= 2 (the sample std needs two "
-                         f"samples per prompt), got {group_size!r}")
+    check_count("group_size", group_size, low=2)  # the sample std needs two samples per prompt
     if r.size == 0 or r.size % group_size:
         raise ValueError(f"rewards: expected a batch that is a whole number of groups of "
                          f"group_size={group_size}, got {r.size} rewards")

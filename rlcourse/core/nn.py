@@ -1,4 +1,4 @@
-"""Small neural networks as plain dicts of arrays: orthogonal init, linear layers, MLPs, saving.
+"""Small neural networks as plain dicts of arrays: orthogonal init, linear layers, MLPs.
 
 A layer is ``{"w": [in, out], "b": [out]}``; an MLP is a list of layers. Networks default to
 float32 (matrix products run about 3x faster than float64); pass ``dtype=np.float64`` for
@@ -7,16 +7,13 @@ gradient checks. Every function works on plain arrays and on traced ``Tensor`` v
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ._checks import as_rng
-from .autodiff import relu, tanh
+from .autodiff import relu, tanh, tree_leaves
 
 __all__ = [
-    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "save_params", "load_params",
-    "count_params",
+    "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
 ]
 
 _ACTIVATIONS = {"tanh": tanh, "relu": relu}
@@ -96,51 +93,4 @@ def mlp(params: list[dict], x, activation=tanh):
 
 def count_params(params) -> int:
     """Total number of scalars in a parameter tree."""
-    from .autodiff import tree_leaves
-
     return int(sum(np.size(leaf) for leaf in tree_leaves(params)))
-
-
-def _flatten(tree, prefix: str, out: dict) -> None:
-    # dict keys are written as-is and list positions as "#i", so loading can rebuild both.
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            if not isinstance(k, str) or "/" in k or k.startswith("#"):
-                raise ValueError(f"params: keys must be strings without '/' or a leading '#', got {k!r}")
-            _flatten(v, f"{prefix}{k}/", out)
-    elif isinstance(tree, (list, tuple)):
-        for i, v in enumerate(tree):
-            _flatten(v, f"{prefix}#{i}/", out)
-    else:
-        out[prefix.rstrip("/") or "#value"] = np.asarray(tree)
-
-
-def save_params(path: str | Path, params) -> None:
-    """Write a parameter tree to ``.npz`` (no pickle: arrays and their paths only)."""
-    flat: dict[str, np.ndarray] = {}
-    _flatten(params, "", flat)
-    np.savez(path, **flat)
-
-
-def load_params(path: str | Path):
-    """Read a tree written by ``save_params`` (loaded with ``allow_pickle=False``)."""
-    with np.load(path, allow_pickle=False) as data:
-        flat = {k: data[k] for k in data.files}
-    if list(flat) == ["#value"]:
-        return flat["#value"]
-    root: dict = {}
-    for key, value in flat.items():
-        node = root
-        parts = key.split("/")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return _lists_back(root)
-
-
-def _lists_back(node):
-    if not isinstance(node, dict):
-        return node
-    if node and all(k.startswith("#") for k in node):
-        return [_lists_back(node[f"#{i}"]) for i in range(len(node))]
-    return {k: _lists_back(v) for k, v in node.items()}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._checks import check_nonnegative, check_probability
 from .autodiff import tree_leaves, tree_map
 
 __all__ = ["SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule"]
@@ -21,6 +22,9 @@ def _check_grads(params, grads) -> None:
     if len(p_leaves) != len(g_leaves):
         raise ValueError(f"grads: expected {len(p_leaves)} arrays like params, got {len(g_leaves)}")
     for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
+        if np.asarray(p).dtype.kind != "f":
+            raise TypeError(f"params: leaf {i} has dtype {np.asarray(p).dtype}; an optimiser needs "
+                            "float parameters (cast with .astype(np.float32))")
         if np.shape(p) != np.shape(g):
             raise ValueError(f"grads: leaf {i} has shape {np.shape(g)}, its parameter {np.shape(p)}")
         if not np.isfinite(g).all():
@@ -28,10 +32,17 @@ def _check_grads(params, grads) -> None:
 
 
 def _check_lr(lr) -> float:
-    lr = float(lr)
-    if not np.isfinite(lr) or lr < 0:
-        raise ValueError(f"lr: expected a finite number >= 0, got {lr}")
-    return lr
+    return check_nonnegative("lr", lr)
+
+
+def _check_params(params) -> None:
+    """Parameters an optimiser can move: floating-point arrays (an integer array would round
+    every small step away to nothing)."""
+    for i, p in enumerate(tree_leaves(params)):
+        dtype = np.asarray(p).dtype
+        if dtype.kind != "f":
+            raise TypeError(f"params: leaf {i} has dtype {dtype}; an optimiser needs float "
+                            "parameters (cast with .astype(np.float32))")
 
 
 class SGD:
@@ -39,11 +50,12 @@ class SGD:
 
     def __init__(self, lr: float, momentum: float = 0.0):
         self.lr = _check_lr(lr)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum: expected a number in [0, 1), got {momentum}")
-        self.momentum = momentum
+        self.momentum = check_probability("momentum", momentum)
+        if self.momentum == 1.0:
+            raise ValueError("momentum: expected a number in [0, 1), got 1.0")
 
     def init(self, params) -> dict:
+        _check_params(params)
         return {"velocity": tree_map(np.zeros_like, params)}
 
     def step(self, params, grads, state, lr: float | None = None):
@@ -68,11 +80,10 @@ class Adam:
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise ValueError(f"betas: expected two numbers in [0, 1), got {betas}")
-        if eps <= 0:
-            raise ValueError(f"eps: expected a number > 0, got {eps}")
-        self.betas, self.eps = (b1, b2), eps
+        self.betas, self.eps = (b1, b2), check_nonnegative("eps", eps, positive=True)
 
     def init(self, params) -> dict:
+        _check_params(params)
         return {"t": 0, "m": tree_map(np.zeros_like, params), "v": tree_map(np.zeros_like, params)}
 
     def step(self, params, grads, state, lr: float | None = None):
@@ -115,8 +126,10 @@ def clip_by_global_norm(grads, max_norm: float):
 
 def linear_schedule(start: float, end: float, duration: int) -> Callable[[int], float]:
     """``f(step)`` going linearly from ``start`` at step 0 to ``end`` at ``duration``, then flat."""
-    if duration <= 0:
-        raise ValueError(f"duration: expected a positive number of steps, got {duration}")
+    for name, value in (("start", start), ("end", end)):
+        if not np.isfinite(float(value)):
+            raise ValueError(f"{name}: expected a finite number, got {value}")
+    duration = check_nonnegative("duration", duration, positive=True)
 
     def value(step: int) -> float:
         frac = min(max(step / duration, 0.0), 1.0)

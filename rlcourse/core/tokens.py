@@ -20,25 +20,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_int_array, check_shape
+from ._checks import as_bool_array, as_int_array, check_logits, check_shape
 
 __all__ = ["token_log_probs", "sequence_log_prob", "completion_mask"]
 
 
 def _check_logits(name: str, logits) -> np.ndarray:
-    """The value of ``logits`` (traced or not) as ``[B, T, V]``, with no NaN and no +inf.
-
-    ``-inf`` is allowed: it is how a token is ruled out (probability exactly 0).
-    """
-    value = np.asarray(ad.stop_gradient(logits))
-    if value.dtype == object or not np.issubdtype(value.dtype, np.floating):
-        raise TypeError(f"{name}: expected float logits, got dtype {value.dtype}")
+    """The value of ``logits`` (traced or not) as ``[B, L-1, V]``, checked by the rule every
+    function uses (:func:`~rlcourse.core._checks.check_logits`: ``-inf`` rules a token out)."""
+    value = check_logits(name, ad.stop_gradient(logits))
     if value.ndim != 3:
         raise ValueError(f"{name}: expected shape [B, L-1, V], got {value.shape}")
-    bad = np.isnan(value) | np.isposinf(value)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name}: expected no NaN or +inf, got {value[where]} at index {where}")
     return value
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._checks import check_count
 from .base import check_actions, check_n
 
 __all__ = ["Bandit"]
@@ -27,9 +28,7 @@ class Bandit:
     observation_shape = ()
 
     def __init__(self, arms: int = 10, n: int = 1, seed: int | None = None):
-        if isinstance(arms, bool) or not isinstance(arms, (int, np.integer)) or arms < 1:
-            raise ValueError(f"arms: expected a positive int, got {arms!r}")
-        self.num_actions = self.arms = int(arms)
+        self.num_actions = self.arms = check_count("arms", arms)
         self.n = check_n(n)
         self._new_problems(seed)
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_int_array, check_shape
+from ..core._checks import as_int_array, check_count, check_shape
 
 __all__ = ["Step"]
 
@@ -89,19 +89,14 @@ def copy_seeds(seed: int | None, n: int) -> list[int]:
 
 def check_n(n) -> int:
     """The number of copies as a positive int."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: expected a positive int (number of copies), got {n!r}")
-    return int(n)
+    return check_count("n", n)
 
 
 def check_max_steps(max_steps) -> int | None:
     """``None`` (no time limit) or a positive int."""
     if max_steps is None:
         return None
-    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer)) \
-            or max_steps < 1:
-        raise ValueError(f"max_steps: expected a positive int or None, got {max_steps!r}")
-    return int(max_steps)
+    return check_count("max_steps", max_steps)
 
 
 class EpisodeStats:

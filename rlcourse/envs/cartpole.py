@@ -1,7 +1,8 @@
 """CartPole: ``n`` copies of Gymnasium's CartPole-v1, bit for bit, stepped as arrays.
 
-Physics, thresholds, reward and time limit are Gymnasium 1.4's (see REFERENCE.md): the same
-float64 operations in the same order, so every state and float32 observation is identical.
+Physics, thresholds, reward and time limit are those of Gymnasium 1.4's
+``classic_control/cartpole.py``: the same float64 operations in the same order, so every state and
+float32 observation is identical.
 
 Seeding: copy ``i`` owns a generator identical to ``np.random.default_rng(seed + i)`` (as
 Gymnasium's vector envs seed copy ``i`` with ``seed + i``). Every episode start of copy ``i`` --

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import check_probability
+from ..core._checks import check_count, check_probability
 from .tabular import TabularMDP
 
 __all__ = ["GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN", "RIGHT", "UP"]
@@ -69,8 +69,7 @@ def parse_layout(layout) -> list[str]:
 
 def default_layout(size: int) -> list[str]:
     """The default GridWorld: an open ``size x size`` grid, start top-left, goal bottom-right."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
-        raise ValueError(f"size: expected an int >= 2, got {size!r}")
+    check_count("size", size, low=2)
     rows = [["."] * size for _ in range(size)]
     rows[0][0], rows[-1][-1] = "S", "G"
     return ["".join(r) for r in rows]

@@ -15,34 +15,57 @@ import bisect
 
 import numpy as np
 
-from ..core._checks import as_float_array, as_int_array, check_shape
+from ..core._checks import as_bool_array, as_float_array, as_int_array, check_shape
 from .base import EpisodeStats, Step, check_actions, check_max_steps, check_n
 
-__all__ = ["TabularMDP"]
+__all__ = ["TabularMDP", "check_mdp"]
 
 
-def _check_model(P, R, terminal, start):
-    """Validated float64 ``P``, ``R``, bool ``terminal`` and float64 ``start``."""
+def check_mdp(P, R, terminal=None):
+    """The one check of a tabular model, for environments and dynamic programming alike.
+
+    ``P [S, A, S]``: ``P[s, a, s']`` the probability of moving to ``s'``; every row of a
+    non-terminal state is >= 0 and sums to 1 (a terminal state's rows are never used, so they
+    are not checked). ``R``: ``[S, A, S]`` (the reward of each transition) or ``[S, A]`` (its
+    expected value), finite. ``terminal [S]`` bools (None: no terminal state). Returns float64
+    ``P``, ``R`` and the bool ``terminal``.
+    """
     P = as_float_array("P", P, ndim=3).astype(np.float64)
     S, A, S2 = P.shape
     if S != S2 or S == 0 or A == 0:
         raise ValueError(f"P: expected shape [S, A, S] with S, A >= 1, got {P.shape}")
-    if (P < 0).any():
-        s, a, s2 = np.argwhere(P < 0)[0]
+    if terminal is None:
+        terminal = np.zeros(S, dtype=bool)
+    else:
+        terminal = as_bool_array("terminal", terminal)
+        check_shape("terminal", terminal, (S,), against="[S] with S from P")
+    live = ~terminal
+    negative = (P < 0) & live[:, None, None]
+    if negative.any():
+        s, a, s2 = np.argwhere(negative)[0]
         raise ValueError(f"P: probabilities must be >= 0, got P[{s}, {a}, {s2}] = {P[s, a, s2]}")
     sums = P.sum(axis=2)
-    off = np.abs(sums - 1.0) > 1e-8
+    off = (np.abs(sums - 1.0) > 1e-8) & live[:, None]
     if off.any():
         s, a = np.argwhere(off)[0]
-        raise ValueError(
-            f"P: each row P[s, a, :] must sum to 1, but P[{s}, {a}, :] sums to {sums[s, a]:.6g}"
-        )
+        raise ValueError(f"P: each row P[s, a, :] of a non-terminal state must sum to 1, but "
+                         f"P[{s}, {a}, :] sums to {sums[s, a]:.6g}")
     R = as_float_array("R", R).astype(np.float64)
-    check_shape("R", R, P.shape, against="P")
-    terminal = np.asarray(terminal)
-    if terminal.dtype != np.bool_:
-        raise TypeError(f"terminal: expected a bool array of shape ({S},), got dtype {terminal.dtype}")
-    check_shape("terminal", terminal, (S,), against="[S] with S from P")
+    if R.shape not in (P.shape, (S, A)):
+        raise ValueError(f"R: expected shape {P.shape} (R[s, a, s'], as P) or {(S, A)} "
+                         f"(the expected reward of (s, a)), got {R.shape}")
+    return P, R, terminal
+
+
+def _check_model(P, R, terminal, start):
+    """:func:`check_mdp` plus what an environment needs: a reward per transition, a
+    start distribution over non-terminal states, and at least one non-terminal state."""
+    if terminal is None:
+        raise TypeError("terminal: expected a bool array [S], got None")
+    P, R, terminal = check_mdp(P, R, terminal)
+    S = P.shape[0]
+    if R.ndim == 2:
+        R = np.broadcast_to(R[:, :, None], P.shape).copy()
     if terminal.all():
         raise ValueError("terminal: every state is terminal, so no episode can start")
     start = as_float_array("start", start, ndim=1).astype(np.float64)
@@ -55,6 +78,8 @@ def _check_model(P, R, terminal, start):
     if (start[terminal] > 0).any():
         s = int(np.flatnonzero(terminal & (start > 0))[0])
         raise ValueError(f"start: state {s} is terminal but has start probability {start[s]:.6g}")
+    # a terminal state is never left; give its rows a valid self-loop so sampling stays defined
+    P[terminal] = np.eye(S)[terminal][:, None, :]
     return P, R, terminal, start
 
 

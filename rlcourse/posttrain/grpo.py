@@ -8,14 +8,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_shape
+from ..core._checks import as_rng, check_count
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.kl import exact_kl
-from ..core.lm import generate, lm_logits
 from ..core.losses import grpo_advantages, grpo_loss
 from ..core.optim import Adam
-from ..core.tokens import token_log_probs
+from .rollout import policy_token_log_probs, rollout_rewards, sample_rollout
 
 __all__ = ["GRPOHistory", "grpo_step", "grpo_train"]
 
@@ -49,30 +48,26 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     ``(policy, opt_state, stats)``, ``stats`` a dict with the rollout (``tokens``, ``mask``,
     ``rewards``, ``advantages``) and the figures ``GRPOHistory`` records.
     """
+    epochs = check_count("epochs", epochs)
     group = np.repeat(np.asarray(prompts), group_size, axis=0)
-    tokens, mask = generate(policy, group, max_new, rng)
-    action = mask[:, 1:]
-    old_logits = lm_logits(policy, tokens)[:, :-1]
-    ref_logits = lm_logits(ref, tokens)[:, :-1]
-    old_logp = token_log_probs(old_logits, tokens)
-    ref_logp = token_log_probs(ref_logits, tokens)
-    rewards = as_float_array("reward_fn(tokens, mask)", reward_fn(tokens, mask), ndim=1)
-    check_shape("reward_fn(tokens, mask)", rewards, (len(tokens),), "the batch of N * group_size")
+    data = sample_rollout(policy, ref, group, max_new, rng)
+    rewards = rollout_rewards(reward_fn, data)
     advantages = grpo_advantages(rewards, group_size)
 
     def loss_fn(params):
-        logp = token_log_probs(lm_logits(params, tokens)[:, :-1], tokens)
-        return grpo_loss(logp, old_logp, ref_logp, advantages, action, clip, kl_coef, aggregate)
+        logp = policy_token_log_probs(params, data.tokens)
+        return grpo_loss(logp, data.old_logp, data.ref_logp, advantages, data.action, clip,
+                         kl_coef, aggregate)
 
     step = ad.value_and_grad(loss_fn)
     for _ in range(epochs):
         (_, _, _, clip_fraction, approx_kl), grads = step(policy)
         policy, opt_state = opt.step(policy, grads, opt_state)
     stats = {
-        "tokens": tokens, "mask": mask, "rewards": rewards, "advantages": advantages,
+        "tokens": data.tokens, "mask": data.mask, "rewards": rewards, "advantages": advantages,
         "reward": float(rewards.mean()),
-        "kl": float(exact_kl(old_logits, ref_logits, mask).mean()),
-        "length": float(action.sum(axis=1).mean()),
+        "kl": float(exact_kl(data.old_logits, data.ref_logits, data.mask).mean()),
+        "length": float(data.action.sum(axis=1).mean()),
         "clip_fraction": clip_fraction, "approx_kl": approx_kl,
         "solved": float(np.mean(np.ptp(rewards.reshape(-1, group_size), axis=1) > 0)),
     }
@@ -91,8 +86,7 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     ``seed``.
     """
     prompts = np.asarray(prompts)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    check_count("iterations", iterations)
     if prompts.ndim != 2 or len(prompts) == 0:
         raise ValueError(f"prompts: expected token ids [N, P] with N >= 1, got shape {prompts.shape}")
     rng = as_rng(seed)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_bool_array, as_int_array, as_rng, check_shape
+from ..core._checks import as_bool_array, as_int_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.lm import completion_log_prob
@@ -129,8 +129,7 @@ def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta
     completion lengths read from the masks).
     """
     _check_kind(loss)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+    check_count("steps", steps)
     if len(pairs) == 0:
         raise ValueError("pairs: expected at least one preference pair, got none")
     rng = as_rng(seed)

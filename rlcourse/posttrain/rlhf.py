@@ -9,14 +9,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_shape
+from ..core._checks import as_float_array, as_rng, check_count
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.kl import _check_token_mask, exact_kl, kl_penalized_rewards
-from ..core.lm import generate, lm_logits
 from ..core.losses import ppo_clip_loss
 from ..core.optim import Adam
-from ..core.tokens import token_log_probs
+from .rollout import policy_token_log_probs, rollout_rewards, sample_rollout
 
 __all__ = ["reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train"]
 
@@ -79,30 +78,25 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
     Only completion tokens enter steps 3-5. Returns ``(policy, opt_state, stats)``, ``stats`` a
     dict with the rollout (``tokens``, ``mask``, ``scores``) and the figures ``RLHFHistory`` records.
     """
-    tokens, mask = generate(policy, prompts, max_new, rng)
-    action = mask[:, 1:]
-    old_logits = lm_logits(policy, tokens)[:, :-1]
-    ref_logits = lm_logits(ref, tokens)[:, :-1]
-    old_logp = token_log_probs(old_logits, tokens)
-    ref_logp = token_log_probs(ref_logits, tokens)
-    scores = as_float_array("reward_fn(tokens, mask)", reward_fn(tokens, mask), ndim=1)
-    check_shape("reward_fn(tokens, mask)", scores, (len(tokens),), "the batch")
-    rewards = kl_penalized_rewards(scores, old_logp, ref_logp, action, beta, kind)
-    advantages = rlhf_advantages(rewards, action)
+    epochs = check_count("epochs", epochs)
+    data = sample_rollout(policy, ref, prompts, max_new, rng)
+    scores = rollout_rewards(reward_fn, data)
+    rewards = kl_penalized_rewards(scores, data.old_logp, data.ref_logp, data.action, beta, kind)
+    advantages = rlhf_advantages(rewards, data.action)
 
     def loss_fn(params):
-        logp = token_log_probs(lm_logits(params, tokens)[:, :-1], tokens)
-        return ppo_clip_loss(logp, old_logp, advantages, action, clip, aggregate="token")
+        logp = policy_token_log_probs(params, data.tokens)
+        return ppo_clip_loss(logp, data.old_logp, advantages, data.action, clip, aggregate="token")
 
     step = ad.value_and_grad(loss_fn)
     for _ in range(epochs):
         (_, clip_fraction, approx_kl), grads = step(policy)
         policy, opt_state = opt.step(policy, grads, opt_state)
     stats = {
-        "tokens": tokens, "mask": mask, "scores": scores,
+        "tokens": data.tokens, "mask": data.mask, "scores": scores,
         "score": float(scores.mean()),
-        "kl": float(exact_kl(old_logits, ref_logits, mask).mean()),
-        "length": float(action.sum(axis=1).mean()),
+        "kl": float(exact_kl(data.old_logits, data.ref_logits, data.mask).mean()),
+        "length": float(data.action.sum(axis=1).mean()),
         "clip_fraction": clip_fraction, "approx_kl": approx_kl,
     }
     return policy, opt_state, stats
@@ -119,8 +113,7 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
     fluency) to watch for reward hacking. Deterministic given ``seed``.
     """
     prompts = np.asarray(prompts)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    check_count("iterations", iterations)
     rng = as_rng(seed)
     keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..core._checks import agent_rng, as_float_array, check_distribution, check_shape
 
+__all__: list[str] = []  # private helpers of the tabular learners
+
 
 def _check_env(env):
     for attr in ("n", "num_states", "num_actions", "reset", "step"):

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._checks import check_count
+
 __all__ = ["learning_curve", "ppo_diagnostics", "moving_average"]
 
 
 def moving_average(x, window: int) -> np.ndarray:
     """Mean of the last ``window`` values at each position (fewer at the start): ``[E] -> [E]``."""
     x = np.asarray(x, dtype=np.float64)
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise ValueError(f"window: expected a positive int, got {window!r}")
+    window = check_count("window", window)
     sums = np.cumsum(np.concatenate([[0.0], x]))
     counts = np.minimum(np.arange(1, len(x) + 1), window)
     return (sums[1:] - sums[np.arange(1, len(x) + 1) - counts]) / counts
