@@ -50,8 +50,8 @@ def main():
             prompts[:, 0] = rc.BOS
             cached, _ = rc.generate(params, prompts, max_new, np.random.default_rng(0))
             assert np.array_equal(cached, recompute(params, prompts, max_new, np.random.default_rng(0)))
-            fast = cpu_ms(lambda: rc.generate(params, prompts, max_new, np.random.default_rng(0)))
-            slow = cpu_ms(lambda: recompute(params, prompts, max_new, np.random.default_rng(0)))
+            fast = cpu_ms(lambda p=prompts, n=max_new: rc.generate(params, p, n, np.random.default_rng(0)))
+            slow = cpu_ms(lambda p=prompts, n=max_new: recompute(params, p, n, np.random.default_rng(0)))
             print(f"{batch:4d} {max_new:4d} {fast:9.1f} {slow:13.1f} {slow / fast:9.1f}")
 
 
