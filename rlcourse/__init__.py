@@ -93,7 +93,8 @@ __all__ = [
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
     "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "mean", "take_along_axis", "reshape", "transpose",
-    "concatenate", "stack", "stop_gradient", "embedding", "affine", "layer_norm", "gelu", "self_attention",
+    "concatenate", "stack", "stop_gradient", "embedding", "affine", "layer_norm", "gelu",
+    "self_attention",
     # core.blas
     "single_thread_blas",
     # core.checkpoint
