@@ -5,7 +5,7 @@
 (see docs/architecture.md):
 
 - building blocks: :mod:`rlcourse.core` (autodiff, nn, optim, returns, distributions, losses,
-  token maths, a tiny LM) and :mod:`rlcourse.envs`;
+  token maths, a tiny causal transformer LM) and :mod:`rlcourse.envs`;
 - trainers: :mod:`rlcourse.tabular`, :mod:`rlcourse.algos`, :mod:`rlcourse.posttrain`,
   :mod:`rlcourse.search`; and pictures of their results in :mod:`rlcourse.viz`;
 - the course layer, :mod:`rlcourse.course` (exercises, notebook tooling, the ``rlcourse``
@@ -42,6 +42,7 @@ from .core.returns import *  # noqa: E402,F401,F403
 from .core.sampling import *  # noqa: E402,F401,F403
 from .core.tokenizer import *  # noqa: E402,F401,F403
 from .core.tokens import *  # noqa: E402,F401,F403
+from .core.transformer import *  # noqa: E402,F401,F403
 from .envs import *  # noqa: E402,F401,F403
 from .posttrain.grpo import *  # noqa: E402,F401,F403
 from .posttrain.preference import *  # noqa: E402,F401,F403
@@ -95,7 +96,8 @@ __all__ = [
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
     "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "mean", "take_along_axis", "reshape", "transpose",
-    "concatenate", "stack", "stop_gradient",
+    "concatenate", "stack", "stop_gradient", "embedding", "affine", "layer_norm", "gelu",
+    "self_attention",
     # core.blas
     "single_thread_blas",
     # core.checkpoint
@@ -128,6 +130,9 @@ __all__ = [
     "PAD", "BOS", "EOS", "Tokenizer",
     # core.tokens
     "token_log_probs", "sequence_log_prob", "completion_mask",
+    # core.transformer
+    "TransformerConfig", "transformer_init", "transformer_config", "transformer_logits", "KVCache",
+    "transformer_prefill", "transformer_decode",
     # envs
     "Step", "CartPole", "TabularMDP", "check_mdp", "GridWorld", "FrozenLake", "CliffWalking",
     "LEFT", "DOWN", "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",

@@ -15,7 +15,7 @@ def _pipeline(seed=0):
     prompts = [task.prompts[i] for i in rng.integers(len(task.prompts), size=400)]
     texts = [" ".join(rng.choice(task.words, size=3)) for _ in prompts]
     tokens, mask, _ = tok.encode_pairs(prompts, texts)
-    ref, _ = rc.sft(rc.lm_init(tok.vocab_size, context=5, dim=16, seed=seed), tokens, mask,
+    ref, _ = rc.sft(rc.lm_init(tok.vocab_size, context=8, dim=16, seed=seed), tokens, mask,
                     steps=150, lr=3e-3, seed=seed)
 
     def sample_pairs(n):

@@ -15,7 +15,7 @@ KL_BOUND = 3.0  # nats per completion, the bound lesson 12 states
 def setup():
     prompts, completions = rc.style_data(1500, seed=0)
     tokens, mask, _ = TOK.encode_pairs(prompts, completions)
-    params = rc.lm_init(TOK.vocab_size, context=6, dim=8, seed=0, hidden=64)
+    params = rc.lm_init(TOK.vocab_size, context=11, dim=16, seed=0)
     sft, _ = rc.sft(params, tokens, mask, steps=200, lr=1e-2, seed=0, batch=64)
 
     p, chosen, rejected = rc.style_preferences(800, seed=1)

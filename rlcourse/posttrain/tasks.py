@@ -11,8 +11,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core._checks import as_bool_array, as_rng, check_shape
-from ..core.lm import _check_tokens
 from ..core.tokenizer import Tokenizer
+from ..core.transformer import _check_tokens
 
 __all__ = ["addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
            "style_preferences", "ReviewTask", "review_task"]
