@@ -133,18 +133,17 @@ ids = tok.encode_prompts(["praise cast"] * 4 + ["roast music"] * 4)
 print("samples:", tok.decode_completions(rc.generate(naive, ids, 4, rng)[0], ids.shape[1]))
 
 # %%
-for losses, acc, score, formed, kl in naive_runs:
+for losses, acc, _score, formed, kl in naive_runs:
     assert np.mean(losses[90:]) < np.mean(losses[40:50]) < 0  # still falling: no floor
-    assert acc > 0.7 and formed < ref_formed - 0.2 and score < ref_score + 0.25 and kl > 2.0
-print("every seed: held-out accuracy > 0.7, yet at least 20 points fewer well-formed answers than "
-      "the reference, and a true score no better than the reference's")
+    assert acc > 0.75 and kl > 1.5 and formed < ref_formed - 0.1
+print("every seed: held-out accuracy > 0.75 and KL > 1.5 nats, yet at least 10 points fewer "
+      "well-formed answers than the reference")
 
 # %% [markdown]
-# On every seed the loss is still falling, the model has drifted several nats from the
-# reference, and it ranks most held-out pairs "right", yet it writes no better answers than
-# the reference, and far more malformed ones (look at the samples). A ranking of
-# answers the reference wrote says nothing about where the probability taken from the rejected
-# answers went. Two lessons follow. What you wanted was the objective of RLHF: a higher
+# On every seed the loss is still falling, the model has drifted from the reference, and it
+# ranks most held-out pairs "right", yet far more of its answers are malformed than the
+# reference's (look at the samples). A ranking of answers the reference wrote says nothing
+# about where the probability taken from the rejected answers went. Two lessons follow. What you wanted was the objective of RLHF: a higher
 # reward, *but* at a price for every nat of KL from the reference; DPO optimises exactly that
 # objective, using nothing but the pairs. And a preference-trained model must be judged by what
 # it generates, with a scorer it never saw.
@@ -412,14 +411,15 @@ print("medians: " + ", ".join(f"{n}: KL {median(n, KL):.1f}, true score {median(
 
 # %%
 for name in ("DPO beta=0.5", "IPO tau=0.5"):
-    assert (curves[name][:, -1, SCORE] > ref_score + 0.8).all(), name  # every seed writes better
     assert (curves[name][:, -1, ACC] > 0.85).all(), name
+    assert median(name, SCORE) > ref_score + 0.8, name
+assert (curves["IPO tau=0.5"][:, -1, SCORE] > ref_score + 0.8).all()  # every IPO seed writes better
 small_beta = curves["DPO beta=0.1"][:, -1]
 assert (small_beta[:, ACC] > 0.8).all() and (small_beta[:, FORMED] < ref_formed).all()
 assert median("DPO beta=0.1", KL) > median("DPO beta=0.5", KL) > median("IPO tau=0.5", KL)
 assert median("DPO beta=0.1", SCORE) < min(median("DPO beta=0.5", SCORE), median("IPO tau=0.5", SCORE))
-print(f"after {CHECKPOINTS[-1]} steps, every seed of DPO beta=0.5 and IPO: true score > reference + 0.8, "
-      "held-out accuracy > 0.85")
+print(f"after {CHECKPOINTS[-1]} steps, DPO beta=0.5 and IPO: held-out accuracy > 0.85 on every seed, "
+      "median true score > reference + 0.8 (IPO: on every seed)")
 print("DPO beta=0.1: held-out accuracy > 0.8 on every seed, yet fewer well-formed answers than "
       "the reference on every seed")
 print("median KL: DPO beta=0.1 > DPO beta=0.5 > IPO; median true score: DPO beta=0.1 lowest")
@@ -427,9 +427,11 @@ print("median KL: DPO beta=0.1 > DPO beta=0.5 > IPO; median true score: DPO beta
 # %% [markdown]
 # Read the table and the asserts together. All three settings rank the held-out pairs well,
 # but they are not equally good: DPO with $\beta = 0.1$ has drifted furthest from the
-# reference, writes malformed answers *more* often than the reference did, and scores lowest.
-# That is the price-per-nat reading of $\beta$: a small $\beta$ buys drift cheaply, and the
-# drift goes into answers no pair ever covered. The implicit-reward accuracy did not see it.
+# reference (median KL), writes malformed answers *more* often than the reference did (every
+# seed), and scores lowest (median true score). IPO improved on every seed; DPO with
+# $\beta = 0.5$ is asserted to improve in the median only. That is the price-per-nat reading
+# of $\beta$: a small $\beta$ buys drift cheaply, and the drift goes into answers no pair
+# ever covered. The implicit-reward accuracy did not see it.
 
 # %% [markdown]
 # **Over-optimisation.** DPO fits the pairs it is given; what it does to every other answer is
@@ -457,12 +459,12 @@ for name, rows in (("all pairs", curves["DPO beta=0.5"][:, at_50]),
 few = curves["DPO beta=0.5, 64 pairs"][:, -1]
 for run, _ in few_runs:
     assert run.accuracies[40:50].mean() > 0.9  # it fits its 64 pairs
-assert (few[:, ACC] < 0.8).all() and (few[:, SCORE] < ref_score).all()
+assert few[:, ACC].max() < median("DPO beta=0.5", ACC, at_50) and (few[:, SCORE] < ref_score).all()
 assert (few[:, KL] > curves["DPO beta=0.5"][:, at_50, KL].max()).all()
 for name in CONFIGS:  # on all pairs, still rising between the last two checkpoints
     assert median(name, SCORE, -1) > median(name, SCORE, -2), name
-print("64 pairs, every seed: training accuracy > 0.9, held-out accuracy < 0.8, a true score below "
-      "the reference's, and more KL than any all-pairs run at the same step")
+print("64 pairs, every seed: training accuracy > 0.9, held-out accuracy below the all-pairs median, "
+      "a true score below the reference's, and more KL than any all-pairs run at the same step")
 
 # %% [markdown]
 # **The reward-vs-KL frontier.** Plot every run's true score against its KL at each checkpoint
@@ -515,8 +517,8 @@ plt.show()
 # than the reference's, with more KL than any run on all pairs at the same step: optimising
 # the implicit reward harder made the true reward fall. This is over-optimisation, the
 # direct-alignment counterpart of over-optimising a learned reward model (Gao et al., 2023;
-# Rafailov et al., 2024 measure it for DPO and IPO at scale). Held-out accuracy (below 0.8
-# here) was the warning; the samples were the proof. On all the pairs, the median true score
+# Rafailov et al., 2024 measure it for DPO and IPO at scale). Lower held-out accuracy was the
+# warning; the samples were the proof. On all the pairs, the median true score
 # was still rising at step 150 in every setting (asserted above): this budget does not reach
 # a peak.
 #
