@@ -140,7 +140,7 @@ __all__ = [
     "GRPOHistory", "grpo_step", "grpo_train",
     # posttrain.preference
     "PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
-    "PreferenceTraining", "train_on_preferences",
+    "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples",
     # posttrain.rlhf
     "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
     # posttrain.rollout
@@ -149,7 +149,7 @@ __all__ = [
     "sft",
     # posttrain.tasks
     "addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
-    "style_preferences", "ReviewTask", "review_task",
+    "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task",
     # search.decoding
     "BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
     "pass_at_k",

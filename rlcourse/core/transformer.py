@@ -218,8 +218,14 @@ def _block(block, x, mask, heads: int):
 
 
 def _head(params, x):
-    """Logits ``[..., V]`` of the last hidden states ``x`` ``[..., D]``."""
-    return ad.layer_norm(x, params["ln_f"]["gain"], params["ln_f"]["bias"]) @ params["head"]
+    """Logits ``[..., V]`` of the last hidden states ``x`` ``[..., D]``.
+
+    One 2-D product over all rows, traced or not: numpy's ``[B, T, D] @ [D, V]`` would loop over
+    B with other rounding, and a model's log-probs must not depend on whether it is traced (at a
+    DPO run's first step the policy's must equal the frozen reference's bit for bit)."""
+    h = ad.layer_norm(x, params["ln_f"]["gain"], params["ln_f"]["bias"])
+    dim = params["head"].shape[0]
+    return ad.reshape(ad.reshape(h, (-1, dim)) @ params["head"], (*np.shape(ad.stop_gradient(h))[:-1], -1))
 
 
 def transformer_logits(params, tokens):

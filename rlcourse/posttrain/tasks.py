@@ -11,11 +11,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core._checks import as_bool_array, as_rng, check_shape
-from ..core.tokenizer import Tokenizer
+from ..core.tokenizer import EOS, PAD, Tokenizer
 from ..core.transformer import _check_tokens
 
 __all__ = ["addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
-           "style_preferences", "ReviewTask", "review_task"]
+           "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task"]
 
 
 def addition_data(n: int, seed=0, max_operand: int = 9):
@@ -95,26 +95,44 @@ def style_preferences(n: int, seed=0, sharpness: float = 4.0):
 
 
 class ReviewTask(NamedTuple):
-    """A toy preference task: "praise film" or "roast plot", answered by a few adjectives.
+    """A toy preference task: "praise film" or "roast plot", answered by three adjectives.
 
-    ``tokenizer`` (word level), ``prompts`` (the 8 instructions), ``words`` (the 9 words a
-    completion is made of: 3 positive, 3 negative, 3 neutral) and ``score(prompt, completion)``,
-    the hidden annotator: positive minus negative words for "praise", the opposite for "roast".
+    ``tokenizer`` (word level), ``prompts`` (the 8 instructions), ``words`` (the 9 words an
+    answer is made of: 3 positive, 3 negative, 3 neutral), and the hidden annotator, which the
+    model never sees:
+
+    - ``score(prompt, completion)`` rates an answer's text. A well-formed answer (exactly three
+      of ``words``) scores its tone: positive minus negative words for "praise", the opposite
+      for "roast", from -3 to 3. Anything else ("", "great", "plot plot plot", four words)
+      scores ``MALFORMED`` = -4, below every well-formed answer.
+    - ``rate(tokens, prompt_len)`` rates sampled token rows ``[B, L]`` (prompt in the first
+      ``prompt_len`` columns, as ``rc.generate`` returns them): ``(scores [B] float,
+      well_formed [B] bool)``. A row is well-formed when its completion is three answer words
+      followed by ``EOS`` (nothing else: no special token, no missing ``EOS``); its score is
+      ``score``'s tone, and ``MALFORMED`` otherwise.
     """
 
     tokenizer: Tokenizer
     prompts: list
     words: list
     score: object
+    rate: object
 
 
 _POSITIVE, _NEGATIVE, _NEUTRAL = ("good", "great", "fun"), ("bad", "dull", "awful"), ("very", "quite", "and")
+REVIEW_MALFORMED = -4.0
 
 
-def _review_score(prompt: str, completion: str) -> int:
-    words = completion.split()
+def _review_tone(prompt: str, words: list) -> int:
     tone = sum(w in _POSITIVE for w in words) - sum(w in _NEGATIVE for w in words)
     return tone if prompt.split()[0] == "praise" else -tone
+
+
+def _review_score(prompt: str, completion: str) -> float:
+    words = completion.split()
+    if len(words) != 3 or not all(w in _POSITIVE + _NEGATIVE + _NEUTRAL for w in words):
+        return REVIEW_MALFORMED
+    return float(_review_tone(prompt, words))
 
 
 def review_task() -> ReviewTask:
@@ -123,4 +141,20 @@ def review_task() -> ReviewTask:
     words = list(_POSITIVE + _NEGATIVE + _NEUTRAL)
     tokenizer = Tokenizer(["praise", "roast"] + subjects + words)
     prompts = [f"{mode} {s}" for mode in ("praise", "roast") for s in subjects]
-    return ReviewTask(tokenizer, prompts, words, _review_score)
+    answer_ids = np.array([tokenizer.ids[w] for w in words])
+
+    def rate(tokens, prompt_len: int):
+        tokens = _check_tokens(tokens, tokenizer.vocab_size)
+        if tokens.ndim != 2 or not 0 < prompt_len <= tokens.shape[1] - 4:
+            raise ValueError(f"tokens: expected [B, L] rows with a prompt of prompt_len={prompt_len} "
+                             f"columns and room for 3 words and EOS after it, got shape {tokens.shape}")
+        completion = tokens[:, prompt_len:]
+        well_formed = (np.isin(completion[:, :3], answer_ids).all(axis=1) & (completion[:, 3] == EOS)
+                       & (completion[:, 4:] == PAD).all(axis=1))
+        scores = np.full(len(tokens), REVIEW_MALFORMED)
+        for i in np.flatnonzero(well_formed):
+            prompt = tokenizer.decode(tokens[i, :prompt_len])
+            scores[i] = _review_tone(prompt, [tokenizer.symbols[t] for t in completion[i, :3]])
+        return scores, well_formed
+
+    return ReviewTask(tokenizer, prompts, words, _review_score, rate)
