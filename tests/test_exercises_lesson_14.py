@@ -13,7 +13,7 @@ import rlcourse as rc
 from rlcourse.course import exercises
 
 NAMES = ["group_advantages", "kl_estimators", "token_aggregation", "grpo_loss_value",
-         "rloo_advantages", "rloo_factor", "pass_at_k", "gspo_loss"]
+         "rloo_advantages", "rloo_factor", "pass_at_k", "gspo_loss", "gspo_sum_question"]
 
 
 def quiet(fn):
@@ -39,7 +39,7 @@ def rejects(name, fn, capsys, *reasons):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_passes(name, capsys):
     ref = exercises.get(name).reference
-    assert exercises.check(name, ref() if name == "rloo_factor" else ref)
+    assert exercises.check(name, ref() if name in ("rloo_factor", "gspo_sum_question") else ref)
     assert "cases pass" in capsys.readouterr().out
 
 
@@ -370,3 +370,14 @@ def test_gspo_with_numpy_on_the_traced_logp(capsys):
         s = np.exp(log_ratio.sum(axis=1) / mask.sum(axis=1))
         return -np.mean(np.minimum(s * advantages, np.clip(s, 1 - clip, 1 + clip) * advantages))
     rejects("gspo_loss", numpy_exp, capsys, "a numpy function was applied to the traced logp")
+
+
+@pytest.mark.parametrize("answer, reason", [
+    ("a", "the clip bounds the clipped branch only"), ("c", "exp(sum) is not smaller"),
+    ("d", "both the scale and the clipping"), ("e", "answer with one of"),
+    (None, "not answered yet"),
+])
+def test_gspo_sum_question_wrong_answers(answer, reason, capsys):
+    assert not exercises.check("gspo_sum_question", lambda: answer)
+    out = capsys.readouterr().out
+    assert reason in out, out

@@ -637,8 +637,9 @@ print("asserted: at k = 256 the SFT model already passes over 90% of the held-ou
 # task's answer space is tiny (625 strings; even uniform guessing has the pass@256 printed
 # above), so "could the model ever produce it" is almost always yes, and pass@k at large $k$
 # cannot separate sharpening from new ability here. What GRPO changed is what the model does
-# *first*: pass@1 on words it rarely solved at the start went above one half. On this task RL
-# turned a rule the SFT model followed now and then into the rule it follows; whether RL can
+# *first*: on most of the words it rarely solved at the start, pass@1 went above one half (the
+# counts printed above). On this task RL turned a rule the SFT model followed now and then
+# into the rule it mostly follows; whether RL can
 # reach what sampling never finds needs a task with a large answer space, which is exactly
 # where Yue et al.'s question is open.
 #
@@ -690,11 +691,11 @@ print("asserted on every seed: k1 and k3 are unbiased (bias within 4 standard er
       "step 20 k3's spread is below k1's")
 
 # %% [markdown]
-# Near the reference (step 20), k3 is the best of the three: unbiased, never negative, and with
-# the smallest spread, as Schulman (2020) found. Far from it (step 100; see the exact KL column),
-# the picture turns: $e^d$ explodes on the rare sampled token that the
-# reference finds far likelier than the policy, and k3's spread dwarfs k1's while its mean stays
-# right; k2, a second-order approximation, is biased low. None of this is about gradients:
+# Near the reference (step 20), k3 does what Schulman (2020) found: unbiased, never negative,
+# and with a smaller spread than k1. Far from it (step 100; see the exact KL column), the
+# picture turns: $e^d$ explodes on the rare sampled token that the reference finds far likelier
+# than the policy, and k3's spread grows to over twice k1's while its mean stays right; k2, a
+# second-order approximation, is biased low. None of this is about gradients:
 # "Check it" showed which *gradient* each gives as a loss term.
 
 # %% [markdown]
@@ -888,8 +889,7 @@ for k in (1, 4, 16):
 # $\mathcal{L} = -\frac1B\sum_i \min(s_i\hat A_i,\ \operatorname{clip}(s_i, 1-\varepsilon, 1+\varepsilon)\hat A_i)$.
 # Write `gspo_sequence_loss(logp, old_logp, advantages, mask, clip=0.2)` with `rc` operations
 # (`rc.where`, `rc.sum`, `rc.exp`, `rc.minimum`, `rc.clip`, `rc.mean`): it is graded through
-# `rc.value_and_grad`, value and gradient. Then think about why a sum instead of a mean over the
-# tokens would be a bad idea for long answers.
+# `rc.value_and_grad`, value and gradient.
 
 # %% tags=["solution"]
 def gspo_sequence_loss(logp, old_logp, advantages, mask, clip=0.2):
@@ -900,6 +900,25 @@ def gspo_sequence_loss(logp, old_logp, advantages, mask, clip=0.2):
 
 # %%
 assert rc.exercises.check("gspo_loss", gspo_sequence_loss)
+
+# %% [markdown]
+# **3b.** Why the *mean* of the token log-ratios? Suppose GSPO used
+# $s_i = \exp\big(\sum_t (\log\pi - \log\pi_\text{old})\big)$ instead. Which is right? Set
+# `gspo_sum_answer` to the letter.
+#
+# - (a) nothing changes: the clip keeps every ratio inside $[1-\varepsilon, 1+\varepsilon]$ anyway;
+# - (b) a long answer's ratio becomes a product of many token ratios, so tiny per-token changes
+#   throw it outside $[1-\varepsilon, 1+\varepsilon]$, where the clip cuts its gradient (on the side
+#   the advantage pushes towards): how far
+#   an answer may move would depend on its length;
+# - (c) long answers would get smaller ratios, so they would be pushed harder;
+# - (d) only the loss's value changes, not its gradient.
+
+# %% tags=["solution"]
+gspo_sum_answer = "b"
+
+# %%
+assert rc.exercises.check("gspo_sum_question", lambda: gspo_sum_answer)
 
 # %% [markdown]
 # ## Key terms

@@ -153,8 +153,8 @@ def _kl_estimators_explain(case, got, expected):
 register(
     "kl_estimators", _kl_estimators_reference, _kl_estimators_cases,
     explain=_kl_estimators_explain,
-    hint="with d = ref_logp - logp (the log of ref/pi on the sampled token): k1 = -d, "
-         "k2 = d**2/2, k3 = exp(d) - d - 1",
+    hint="all three are functions of one number per token, d = ref_logp - logp (the log of "
+         "ref/pi at the sampled token); each must be 0 where the policy equals the reference",
 )
 
 
@@ -533,4 +533,46 @@ register(
     explain_error=_gspo_explain_error,
     hint="one ratio per completion, s = exp(mean of its tokens' log-ratios); then PPO's clipped "
          "objective with that s, averaged over completions; write it with rc operations",
+)
+
+
+# ------------------------------------------------------------ Exercise 3b: why the mean (a question)
+
+_GSPO_SUM = {
+    "a": "nothing changes: the clip keeps every ratio inside [1 - eps, 1 + eps] anyway",
+    "b": "a long answer's ratio becomes a product of many token ratios, so tiny per-token changes "
+         "throw it outside [1 - eps, 1 + eps], where the clip cuts its gradient: how far an answer "
+         "may move would depend on its length",
+    "c": "long answers would get smaller ratios, so they would be pushed harder",
+    "d": "only the loss's value changes, not its gradient",
+}
+
+
+def _gspo_sum_compare(got, expected):
+    answer = str(got).strip().lower() if got is not None else ""
+    if answer == expected:
+        return None
+    if answer not in _GSPO_SUM:
+        return f"answer with one of {', '.join(repr(k) for k in _GSPO_SUM)}"
+    return f"not {answer!r}"
+
+
+def _gspo_sum_explain(case, got, expected):
+    if got is None:
+        return "not answered yet: set the answer to one of the letters"
+    return {
+        "a": ("the clip bounds the clipped branch only; min(s A, clip(s) A) keeps the smaller, and "
+              "once s is outside the range on the side that matters the gradient is zero"),
+        "c": ("exp(sum) is not smaller for long answers in general: it multiplies the token ratios, "
+              "so it moves further from 1 in whichever direction the tokens moved"),
+        "d": ("the gradient of exp(sum of log-ratios) is s times the sum of token gradients: both the "
+              "scale and the clipping (a zero gradient outside the range) change"),
+    }.get(str(got).strip().lower())
+
+
+register(
+    "gspo_sum_question", lambda: "b",
+    [Case("what goes wrong for long answers if s = exp(sum of token log-ratios)?")],
+    compare=_gspo_sum_compare, explain=_gspo_sum_explain,
+    hint="an answer of 100 tokens, each of whose ratios moved by 1%: what is the product of the 100 ratios?",
 )
