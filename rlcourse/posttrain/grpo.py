@@ -125,7 +125,7 @@ def _check_prompts(prompts) -> np.ndarray:
 
 @single_thread_blas()
 def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int = 8,
-               prompts_per_step: int = 16, kl_coef: float = 0.04, lr: float = 5e-3, seed=0,
+               prompts_per_step: int = 16, kl_coef: float = 0.04, lr: float = 1.5e-3, seed=0,
                max_new: int = 4, epochs: int = 1, clip: float = 0.2, aggregate: str = "token",
                scale=True, baseline: str = "group", kl_correction: bool = False,
                callback: Callable | None = None) -> GRPOHistory:
@@ -133,7 +133,8 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     replacement from ``prompts`` ``[N, P]``, ``group_size`` samples each (so
     ``prompts_per_step * group_size`` completions per iteration).
 
-    ``ref`` stays frozen (usually the SFT model ``policy`` starts from). ``callback(info)``, if
+    ``ref`` stays frozen (usually the SFT model ``policy`` starts from). The default ``lr`` is
+    1.5e-3: the course's transformer collapses in GRPO above about 2e-3. ``callback(info)``, if
     given, runs after every iteration with a dict: ``iteration`` (0-based), ``params`` (the
     current policy), ``rewards`` (the iteration's ``[prompts_per_step * group_size]`` rewards,
     group by group) and its figures (the fields of ``GRPOHistory``); returning
@@ -175,7 +176,7 @@ class RFTHistory(NamedTuple):
 
 @single_thread_blas()
 def rft_train(policy, reward_fn, prompts, iterations: int, group_size: int = 8,
-              prompts_per_step: int = 16, lr: float = 5e-3, seed=0, max_new: int = 4,
+              prompts_per_step: int = 16, lr: float = 1.5e-3, seed=0, max_new: int = 4,
               threshold: float = 1.0, callback: Callable | None = None) -> RFTHistory:
     """Rejection-sampling fine-tuning (RFT; Yuan et al. 2023, also called expert iteration):
     sample exactly as ``grpo_train`` does (``prompts_per_step`` prompts, ``group_size``
