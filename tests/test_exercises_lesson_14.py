@@ -244,6 +244,15 @@ def test_grpo_loss_mistakes(mistake, reason, capsys):
     rejects("grpo_loss_value", grpo_loss(**mistake), capsys, reason)
 
 
+def test_grpo_loss_with_a_hard_coded_clip(capsys):
+    right = grpo_loss()
+
+    def clip_02(logp, old_logp, ref_logp, advantages, mask, clip=0.2, **kwargs):
+        return right(logp, old_logp, ref_logp, advantages, mask, 0.2, **kwargs)
+    out = rejects("grpo_loss_value", clip_02, capsys, "whatever the clip argument")
+    assert "4/5 cases pass" in out
+
+
 def test_grpo_loss_that_returns_an_array(capsys):
     rejects("grpo_loss_value", lambda *a, **k: np.array([1.0, 2.0]), capsys, "return the loss as one number")
 

@@ -283,6 +283,7 @@ def _loss_cases():
         Case("'dr_grpo', max_completion_length=6", data,
              {"loss_type": "dr_grpo", "max_completion_length": 6}),
         Case("kl_correction=True, beta=0.5", data, {"beta": 0.5, "kl_correction": True}),
+        Case("a tighter clip, 0.1", data, {"clip": 0.1}),
     ]
 
 
@@ -307,6 +308,8 @@ def _loss_explain(case, got, expected):
         ({}, {"kl_token_mean": True}, "the KL term is aggregated like the surrogate (the same loss_type)"),
         ({"beta": 0.0}, {}, "the KL term is missing: add beta times the aggregated k3"),
     ]
+    if kwargs.get("clip", 0.2) != 0.2:
+        checks.append(({"clip": 0.2}, {}, "you clipped to [0.8, 1.2] whatever the clip argument: use clip"))
     if corrected:
         checks += [
             ({}, {"inverse_ratio": True},
