@@ -918,7 +918,7 @@ assert rc.exercises.check("gspo_loss", gspo_sequence_loss)
 gspo_sum_answer = "b"
 
 # %%
-assert rc.exercises.check("gspo_sum_question", lambda: gspo_sum_answer)
+assert rc.exercises.check("gspo_sum_question", gspo_sum_answer)
 
 # %% [markdown]
 # ## Key terms
