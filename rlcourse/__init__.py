@@ -117,7 +117,8 @@ __all__ = [
     "lm_init", "lm_logits", "lm_next_logits", "lm_nll", "completion_log_prob", "generate",
     # core.losses
     "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber", "PreferenceResult",
-    "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "GRPOLoss", "grpo_loss",
+    "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "rloo_advantages",
+    "aggregate_token_loss", "GRPOLoss", "grpo_loss",
     # core.nn
     "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
     # core.optim
@@ -137,7 +138,7 @@ __all__ = [
     "Step", "CartPole", "TabularMDP", "check_mdp", "GridWorld", "FrozenLake", "CliffWalking",
     "LEFT", "DOWN", "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
     # posttrain.grpo
-    "GRPOHistory", "grpo_step", "grpo_train",
+    "GRPOHistory", "grpo_step", "grpo_train", "RFTHistory", "rft_train",
     # posttrain.preference
     "PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
     "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples",
@@ -148,8 +149,8 @@ __all__ = [
     # posttrain.sft
     "sft",
     # posttrain.tasks
-    "addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
-    "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task",
+    "addition_data", "ReversalTask", "reversal_task", "token_counts", "STYLE_WORDS", "style_data",
+    "style_quality", "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task",
     # search.decoding
     "BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
     "pass_at_k",

@@ -6,16 +6,18 @@ learned reward can be checked against (a verifier, or a hidden annotator's score
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_bool_array, as_rng, check_shape
+from ..core._checks import as_bool_array, as_rng, check_count, check_shape
 from ..core.tokenizer import EOS, PAD, Tokenizer
 from ..core.transformer import _check_tokens
 
-__all__ = ["addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
-           "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task"]
+__all__ = ["addition_data", "ReversalTask", "reversal_task", "token_counts", "STYLE_WORDS",
+           "style_data", "style_quality", "style_preferences", "ReviewTask", "REVIEW_MALFORMED",
+           "review_task"]
 
 
 def addition_data(n: int, seed=0, max_operand: int = 9):
@@ -27,6 +29,95 @@ def addition_data(n: int, seed=0, max_operand: int = 9):
     rng = as_rng(seed)
     a, b = rng.integers(0, max_operand + 1, size=(2, n))
     return [f"{x}+{y}=" for x, y in zip(a, b)], [str(x + y) for x, y in zip(a, b)]
+
+
+class ReversalTask(NamedTuple):
+    """Reverse a string: the prompt ``"cabd>"`` is answered by ``"dbac"`` (lesson 14).
+
+    ``tokenizer`` (characters: the alphabet and ``">"``); ``alphabet``, ``length``; three
+    disjoint lists of words, ``sft`` (with answers, for supervised fine-tuning), ``rl`` (prompts
+    only, for RL with the verifier) and ``test`` (held out: never trained on). Every prompt has
+    exactly one right answer, so a model's probability of passing the verifier on a prompt is
+    exactly ``pi(answer | prompt)`` (see ``pairs``), no sampling needed.
+    """
+
+    tokenizer: Tokenizer
+    alphabet: str
+    length: int
+    sft: list
+    rl: list
+    test: list
+
+    @staticmethod
+    def prompt(word: str) -> str:
+        return word + ">"
+
+    @staticmethod
+    def answer(word: str) -> str:
+        return word[::-1]
+
+    @staticmethod
+    def verify(prompt: str, completion: str) -> float:
+        """The verifier: 1.0 if ``completion`` is the prompt's word reversed, else 0.0."""
+        return float(prompt.endswith(">") and completion == prompt[:-1][::-1])
+
+    @property
+    def prompt_len(self) -> int:
+        """Columns a prompt takes (``BOS``, the word, ``">"``): every prompt has this length."""
+        return self.length + 2
+
+    def prompt_ids(self, words) -> np.ndarray:
+        """``Tokenizer.encode_prompts`` of the words' prompts: ``[N, prompt_len]``."""
+        return self.tokenizer.encode_prompts([self.prompt(w) for w in words])
+
+    def pairs(self, words):
+        """``(tokens, mask)`` of the words' prompts with their right answers (and EOS): the
+        sequences ``rc.sft`` fits, and ``exp(rc.completion_log_prob(params, tokens, mask))`` is
+        each prompt's exact probability of passing the verifier."""
+        tokens, mask, _ = self.tokenizer.encode_pairs([self.prompt(w) for w in words],
+                                                      [self.answer(w) for w in words])
+        return tokens, mask
+
+    def reward_fn(self, tokens, mask=None) -> np.ndarray:
+        """The verifier on sampled sequences ``[B, L]`` (prompt in the first ``prompt_len``
+        columns): ``[B]`` of 1.0 and 0.0, as ``rc.grpo_train`` wants it.
+
+        Strict about tokens, not only text: a completion passes only if it is the answer's
+        letters followed by ``EOS``. ``Tokenizer.decode`` skips ``PAD`` and ``BOS``, and a
+        model can sample them (``generate`` does not forbid them), so decoding alone would pass
+        ``d<pad>cba<eos>`` or an answer cut off without ``EOS``: a loophole RL would find.
+        """
+        tokens = np.asarray(tokens)
+        p = self.prompt_len
+        rewards = np.zeros(len(tokens))
+        for i, row in enumerate(tokens):
+            completion = row[p:]
+            ends = np.flatnonzero(completion == EOS)
+            if ends.size == 0 or (completion[:ends[0]] <= EOS).any():
+                continue  # cut off before EOS, or a special token inside the answer
+            rewards[i] = self.verify(self.tokenizer.decode(row[:p]), self.tokenizer.decode(completion))
+        return rewards
+
+
+def reversal_task(alphabet: str = "abcde", length: int = 4, n_sft: int = 32, n_test: int = 200,
+                  seed=0) -> ReversalTask:
+    """The string-reversal task with its three disjoint splits (see ``ReversalTask``).
+
+    All ``len(alphabet) ** length`` words are shuffled with ``seed``; the first ``n_sft`` are the
+    SFT set, the next ``n_test`` the held-out test set, the rest the RL prompts.
+    """
+    if not alphabet or len(set(alphabet)) != len(alphabet) or ">" in alphabet:
+        raise ValueError(f"alphabet: expected distinct characters other than '>', got {alphabet!r}")
+    length = check_count("length", length)
+    words = ["".join(w) for w in itertools.product(alphabet, repeat=length)]
+    n_sft, n_test = check_count("n_sft", n_sft), check_count("n_test", n_test)
+    if n_sft + n_test >= len(words):
+        raise ValueError(f"n_sft + n_test: expected fewer than the {len(words)} words, got "
+                         f"{n_sft} + {n_test}")
+    order = as_rng(seed).permutation(len(words))
+    shuffled = [words[i] for i in order]
+    return ReversalTask(Tokenizer(alphabet + ">"), alphabet, length, shuffled[:n_sft],
+                        shuffled[n_sft + n_test:], shuffled[n_sft:n_sft + n_test])
 
 
 def token_counts(tokens, mask, vocab: int) -> np.ndarray:

@@ -1,16 +1,13 @@
-"""Lessons 13 and 14's exercises.
-
-Lesson 13 (DPO/IPO): the Build-it steps ``dpo_loss``, ``ipo_loss`` and ``answer_kl``; the
-exercises ``simpo_loss``, ``kl_regularised_optimum``, ``cdpo_gradient`` and the question
-``dpo_accuracy_question`` (``dpo_gradient`` stays registered for older copies). Lesson 14's
-GRPO exercises follow.
-"""
+"""Lesson 13's exercises (DPO/IPO): the Build-it steps ``dpo_loss``, ``ipo_loss`` and
+``answer_kl``; the exercises ``simpo_loss``, ``kl_regularised_optimum``, ``cdpo_gradient`` and the
+question ``dpo_accuracy_question`` (``dpo_gradient`` stays registered for older copies). Lesson
+14's GRPO exercises are in :mod:`rlcourse.course.bank.grpo`."""
 
 import numpy as np
 
 from ...core import autodiff as ad
 from ...core.kl import exact_kl
-from ...core.losses import dpo_loss, grpo_advantages, grpo_loss, ipo_loss, ppo_clip_loss
+from ...core.losses import dpo_loss, ipo_loss
 from ..registry import Case, register
 
 __all__: list[str] = []  # registers exercises on import; nothing to export
@@ -439,122 +436,4 @@ def _dpo_gradient_explain(case, got, expected):
 register(
     "dpo_gradient", _dpo_gradient_reference, _dpo_gradient_cases, explain=_dpo_gradient_explain,
     hint="d/d logp_c of -log sigmoid(beta z) is -beta * sigmoid(-beta z); the rejected side has +",
-)
-
-
-# ---------------------------------------------------------------- GRPO advantages
-
-def _grpo_reference(rewards, group_size):
-    return grpo_advantages(rewards, group_size)
-
-
-def _grpo_cases():
-    rng = np.random.default_rng(4)
-    return [
-        Case("two groups of 4", (np.array([1.0, 0.0, 0.0, 1.0, 3.0, 1.0, 2.0, 2.0]), 4)),
-        Case("a constant-reward group (all wrong) next to a mixed one",
-             (np.array([0.0, 0.0, 0.0, 1.0, 0.0, 1.0]), 3)),
-        Case("8 groups of 8 random rewards", (rng.integers(0, 2, size=64).astype(float), 8)),
-    ]
-
-
-def _grpo_explain(case, got, expected):
-    got = np.asarray(got, dtype=float)
-    rewards, g = case.args
-    if np.isnan(got).any():
-        return "a constant-reward group gave NaN: add eps (1e-4) to the std before dividing"
-    if got.shape != expected.shape:
-        return f"return one advantage per sample, shape {expected.shape}"
-    groups = rewards.reshape(-1, g)
-    centred = groups - groups.mean(1, keepdims=True)
-    if np.allclose(got, (centred / (groups.std(1, keepdims=True) + 1e-4)).ravel()):
-        return "you used the population std (ddof=0); this course, like TRL, uses the sample std (ddof=1)"
-    if np.allclose(got, (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-4)):
-        return "you normalised over the whole batch: each prompt's group needs its own mean and std"
-    return None
-
-
-register(
-    "grpo_advantages", _grpo_reference, _grpo_cases, explain=_grpo_explain,
-    hint="reshape to [B/G, G]; (r - mean) / (std(ddof=1) + 1e-4) along axis 1; reshape back",
-)
-
-
-# ---------------------------------------------------------------- k3 KL penalty
-
-def _rollout(seed, batch=4, steps=5):
-    rng = np.random.default_rng(seed)
-    logp = -rng.gamma(2.0, 0.5, size=(batch, steps))
-    ref = logp + rng.normal(0.0, 0.4, size=(batch, steps))
-    lengths = rng.integers(1, steps + 1, size=batch)
-    mask = np.arange(steps)[None, :] < lengths[:, None]
-    ref[~mask] = -np.inf  # padding the reference rules out
-    return logp, ref, mask
-
-
-def _kl_penalty_reference(logp, ref_logp, mask):
-    return grpo_loss(logp, logp, ref_logp, np.zeros(len(logp)), mask, kl_coef=1.0).kl
-
-
-def _kl_penalty_cases():
-    return [
-        Case("one completion of 3 tokens", (np.array([[-1.0, -0.5, -2.0]]), np.array([[-0.9, -0.6, -2.5]]),
-                                             np.ones((1, 3), bool))),
-        Case("4 completions of different lengths (padding ref_logp = -inf)", _rollout(5)),
-    ]
-
-
-def _kl_penalty_explain(case, got, expected):
-    logp, ref, mask = case.args
-    got = float(np.asarray(got))
-    if np.isnan(got):
-        return "NaN: a padding token's ref_logp is -inf; replace padding positions before the arithmetic"
-    k1 = float(np.mean((logp - ref)[mask]))
-    if np.isclose(got, k1):
-        return ("that is k1, logp - ref_logp: unbiased but can go negative; k3 = exp(d) - d - 1 "
-                "with d = ref_logp - logp is never negative")
-    d = np.where(mask, ref - logp, 0.0)
-    if np.isclose(got, float(np.mean(np.exp(d) - d - 1))):
-        return "you averaged over padding positions too: divide by the number of action tokens"
-    return None
-
-
-register(
-    "grpo_kl_penalty", _kl_penalty_reference, _kl_penalty_cases, explain=_kl_penalty_explain,
-    hint="d = ref_logp - logp on action tokens; mean of exp(d) - d - 1 over the mask",
-)
-
-
-# ---------------------------------------------------------------- clipped token loss
-
-def _clip_loss_reference(logp, old_logp, advantages, mask, aggregate):
-    return float(ppo_clip_loss(logp, old_logp, advantages, mask, clip=0.2, aggregate=aggregate).loss)
-
-
-def _clip_loss_cases():
-    logp, _, mask = _rollout(6)
-    old = logp + np.random.default_rng(7).normal(0.0, 0.2, size=logp.shape)
-    adv = np.array([1.2, -0.4, -0.8, 0.0])
-    return [
-        Case("token mean, 4 completions of different lengths", (logp, old, adv, mask, "token")),
-        Case("sequence mean, the same rollout", (logp, old, adv, mask, "sequence")),
-    ]
-
-
-def _clip_loss_explain(case, got, expected):
-    logp, old, adv, mask, aggregate = case.args
-    other = _clip_loss_reference(logp, old, adv, mask, "sequence" if aggregate == "token" else "token")
-    if np.isclose(float(got), other):
-        return (f"you computed the other aggregation: '{aggregate}' means "
-                + ("one mean over all action tokens of the batch" if aggregate == "token"
-                   else "a mean over each completion's tokens, then over completions"))
-    if np.isclose(float(got), -expected):
-        return "wrong sign: the loss is the negated objective, to be minimised"
-    return None
-
-
-register(
-    "grpo_clip_loss", _clip_loss_reference, _clip_loss_cases, explain=_clip_loss_explain,
-    hint="r = exp(logp - old); o = min(r A, clip(r, 0.8, 1.2) A) on the mask; token: -sum(o)/count; "
-         "sequence: -mean over rows of (row sum / row count)",
 )
