@@ -718,11 +718,13 @@ axes[0].axhline(sft_quality, color="grey", lw=1, label="SFT")
 axes[1].set_yscale("log")
 axes[0].set_title("True quality: median and range of 3 seeds")
 axes[1].set_title("KL from the reference: beta sets the leash")
-for ax, ylabel, where in zip(axes, ["mean true quality of the samples", "KL(pi || ref), nats per completion"],
-                             ["lower left", "lower right"]):  # the corners the curves leave empty
+axes[0].set_ylim(-0.05, 1.6)  # room above the curves for the legend
+axes[0].set_yticks(np.linspace(0, 1, 6))
+axes[0].legend(fontsize=9, loc="upper center", ncol=2, columnspacing=1.0)
+axes[1].legend(fontsize=9, loc="lower right")
+for ax, ylabel in zip(axes, ["mean true quality of the samples", "KL(pi || ref), nats per completion"]):
     ax.set_xlabel("RLHF iteration")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=9, loc=where)
 plt.tight_layout()
 plt.show()
 

@@ -416,7 +416,7 @@ _LENGTH_CHOICES = {
 }
 
 
-def _choice(name, choices, answer, why, question):
+def _choice(name, choices, answer, why, question, hint):
     def reference():
         return answer
 
@@ -431,7 +431,7 @@ def _choice(name, choices, answer, why, question):
         return why.get(got.strip().lower()) if isinstance(got, str) else None
 
     register(name, reference, [Case(question)], compare=compare, explain=explain,
-             hint="compute both scores for a hack and a fluent completion of the same length")
+             hint=hint)
 
 
 _choice(
@@ -443,6 +443,7 @@ _choice(
      "d": ("no: the penalty depends on each completion's length, so it does move scores apart; "
            "it just cannot separate two completions of equal length")},
     "can a length penalty make every fluent completion outscore every hack?",
+    "compute both scores for a hack and a fluent completion of the same length",
 )
 
 # ================================================================ exercise 2: ensembles
@@ -504,6 +505,7 @@ _choice(
      "d": ("no: the members only count words, and the verb weights are small; a verb is not "
            "required to score high")},
     "does the ensemble penalty make 'is quite great .' outscore 'is great great .'?",
+    "measure how much the members disagree about each completion, and the lam that would flip them",
 )
 
 # ================================================================ exercise 3: token GAE
