@@ -313,14 +313,30 @@ assert value == value2 and not grad[excluded].any() and not grad2[excluded].any(
 # $d = \log\pi_{\text{ref}}(a) - \log\pi(a)$, Schulman's three are $k_1 = -d$ (the sampled
 # log-ratio, `rc.sampled_log_ratio` per completion), $k_2 = d^2/2$ and $k_3 = e^d - d - 1$
 # (`rc.kl_estimate(logp, ref_logp, kind)` per token). Which of them is right on average, and how
-# noisy is each? Take policies that have drifted from the reference (the SFT model with noise
-# added to every weight, in units of that weight's spread) by a little and by a lot, sample 1024
-# completions from each, and compare each estimator, summed over a completion, with the exact
-# KL of the same completion's positions (whose mean is the sequence-level KL).
+# noisy is each? Take policies that have drifted from the reference (the SFT model plus noise
+# along one random direction in weight space, scaled up until the exact KL of its samples
+# first reaches a target) by a little (0.2 nats) and by a lot (3 nats), sample 1024 completions from
+# each, and compare each estimator, summed over a completion, with the exact KL of the same
+# completion's positions (whose mean is the sequence-level KL).
 
 # %% tags=["nbval-ignore-output"]
-def drift(params, scale, gen):
-    return rc.tree_map(lambda p: p + scale * p.std() * gen.standard_normal(p.shape).astype(p.dtype), params)
+def sample_with_kl(model, n):
+    """n completions from model, their logits and the reference's, and the exact KL of each."""
+    toks, m = rc.generate(model, eval_prompts[rng.integers(0, len(eval_prompts), n)], MAX_NEW, rng)
+    lg = np.asarray(rc.lm_logits(model, toks), dtype=np.float64)[:, :-1]
+    ref_lg = np.asarray(rc.lm_logits(sft_params, toks), dtype=np.float64)[:, :-1]
+    return toks, m, lg, ref_lg, np.asarray(rc.exact_kl(lg, ref_lg, m))
+
+
+def drift(target_kl):
+    """The SFT model plus noise along one random direction (each weight's noise in units of its
+    spread), scaled by 1.25 at a time until its samples' mean exact KL reaches target_kl."""
+    direction = rc.tree_map(lambda p: p.std() * rng.standard_normal(p.shape).astype(p.dtype), sft_params)
+    for scale in 0.15 * 1.25 ** np.arange(30):
+        model = rc.tree_map(lambda p, d, s=scale: p + s * d, sft_params, direction)
+        if sample_with_kl(model, 256)[-1].mean() >= target_kl:
+            return model
+    raise RuntimeError("no scale reached the target KL")
 
 
 def token_log_probs(logits, toks):
@@ -331,12 +347,8 @@ def token_log_probs(logits, toks):
 
 
 estimates = {}
-for label, scale in (("near (weights + 0.3 sd)", 0.3), ("far (weights + 1 sd)", 1.0)):
-    drifted = drift(sft_params, scale, rng)
-    d_tokens, d_mask = rc.generate(drifted, eval_prompts.repeat(4, axis=0), MAX_NEW, rng)
-    d_logits = np.asarray(rc.lm_logits(drifted, d_tokens), dtype=np.float64)[:, :-1]
-    r_logits = np.asarray(rc.lm_logits(sft_params, d_tokens), dtype=np.float64)[:, :-1]
-    exact = np.asarray(rc.exact_kl(d_logits, r_logits, d_mask))
+for label, target in (("near (0.2+ nats)", 0.2), ("far (3+ nats)", 3.0)):
+    d_tokens, d_mask, d_logits, r_logits, exact = sample_with_kl(drift(target), 1024)
     acts = d_mask[:, 1:]
     lp, rp = (np.where(acts, token_log_probs(x, d_tokens), 0.0) for x in (d_logits, r_logits))
     row = {"exact": exact}
@@ -380,10 +392,9 @@ assert all(kl_claims.values())
 # $k_1$ is unbiased but noisy and often negative. $k_2$ is close when the policy is close (its
 # bias is of third order in $d$) and overestimates when it is not. $k_3$ is unbiased and never
 # negative, and near the reference it is much less noisy than $k_1$. Far from it, compare the
-# spreads in the table yourself: $e^d$ explodes on a token the reference likes far more than
-# the policy does, and over other draws of the drift $k_3$'s spread was sometimes below and
-# sometimes well above $k_1$'s. (Not asserted, because it goes both ways.) Near the reference,
-# where a penalised policy should stay, $k_3$ is the value to report or monitor.
+# `sd` column: $e^d$ explodes on a token the reference likes far more than the policy does, and
+# $k_3$'s advantage in spread is gone (not asserted: how far it goes depends on the draw). Near
+# the reference, where a penalised policy should stay, $k_3$ is the value to report or monitor.
 # Whether it is the right thing to put in the reward or to differentiate is a different
 # question.
 
@@ -675,13 +686,12 @@ peak, final, final_kl, cut = (np.array([[summary(runs[b, s])[i] for s in SEEDS] 
 nopen = np.array([summary(unpenalised[s]) for s in SEEDS])
 hacked_01 = int(np.sum(final[1] < 0.5))
 claims = {
-    "beta 0: quality rose above SFT by 0.2+ and then fell below 0.2, every seed":
-        bool((peak[0] > sft_quality + 0.2).all() and (final[0] < 0.2).all()),
+    "beta 0: final quality below 0.2 (it found the hack), every seed": bool((final[0] < 0.2).all()),
     "beta 0.5: final quality 0.9+, every seed": bool((final[2] > 0.9).all()),
     f"beta 0.5: final KL within 30% of the fluent optimum's {KL_PREDICTED:.2f} nats, every seed":
         bool((np.abs(final_kl[2] / KL_PREDICTED - 1) < 0.3).all()),
-    "smaller beta, longer leash: median final KL falls as beta grows (0 > 0.1 > 0.5)":
-        bool(np.all(np.diff(np.median(final_kl, axis=1)) < 0)),
+    "the leash: every beta 0.5 run ends with a smaller KL than every beta <= 0.1 run":
+        bool(final_kl[2].max() < final_kl[:2].min()),
     "no EOS penalty: 90%+ of the final completions cut at the limit, every seed":
         bool((nopen[:, 3] > 0.9).all()),
     "with the penalty: under 10% cut, every run": bool((cut < 0.1).all()),
@@ -694,7 +704,9 @@ assert all(claims.values())
 
 # %% [markdown]
 # $\beta = 0.5$ settled where the fluent optimum says, near the reference and warm. $\beta = 0$
-# first got warmer, like the others, and then found the hack. $\beta = 0.1$ sits
+# found the hack on every seed; how warm it got on the way varies from seed to seed (the
+# "peak quality" column), so the rise-then-fall is checked on all the runs together, on the
+# chart after the next one. $\beta = 0.1$ sits
 # below $\beta^*$: the optimum is a hack, and the runs get there at their own pace, so within
 # the budget some seeds have and some have not yet (the count above). Without the EOS penalty
 # the unleashed policy games the length limit itself: its hacked completions are cut, not
