@@ -595,7 +595,6 @@ def _token_gae_explain(case, got, expected):
 
 register(
     "token_gae", _token_gae_reference, _token_gae_cases, explain=_token_gae_explain,
-    hint="delta_t = r_t + V(next) - V(s_t) inside each completion, where the state after the "
-         "last token is worth 0 if it ended with EOS and last_values if the limit cut it; then "
-         "sum lam^k delta_{t+k} backwards",
+    hint="lesson 09's GAE with gamma = 1, one completion at a time: what is the state after a "
+         "completion's last token worth if it ended with EOS, and what if the length limit cut it?",
 )
