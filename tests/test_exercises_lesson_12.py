@@ -363,3 +363,102 @@ def test_token_gae_accepts_the_loop_and_a_vectorised_form(capsys):
 
     accepted("token_gae", _gae(), capsys)
     accepted("token_gae", vectorised, capsys)
+
+
+# ================================================================ review 12 (F8, F9, F11): more wrong answers
+
+
+def _overwrite(scores, logp, ref_logp, mask, beta):
+    out = np.where(mask, -beta * (logp - ref_logp), 0.0)
+    out[np.arange(len(scores)), _last(mask)] = scores  # = instead of +=
+    return out
+
+
+def _reshifted_rewards(scores, logp, ref_logp, mask, beta):
+    mask = mask[:, 1:]  # the mask passed in is already shifted
+    return _rewards(_k1)(scores, logp, ref_logp, mask, beta)
+
+
+def _reshifted_adv(rewards, mask):
+    return _adv()(rewards[:, 1:], mask[:, 1:])
+
+
+def _whitened_gae(*args):
+    a = _gae()(*args)
+    m = args[2]
+    return np.where(m, (a - a[m].mean()) / a[m].std(), 0.0)
+
+
+def _gae_variant(gamma=1.0, lam_on_delta=False):
+    def fn(rewards, values, mask, finished, last_values, lam):
+        adv = np.zeros(rewards.shape)
+        for b in range(len(rewards)):
+            cols = np.flatnonzero(mask[b])
+            following = 0.0 if finished[b] else last_values[b]
+            running = 0.0
+            for t in cols[::-1]:
+                delta = rewards[b, t] + gamma * following - values[b, t]
+                running = lam * delta + running if lam_on_delta else delta + gamma * lam * running
+                adv[b, t], following = running, values[b, t]
+        return adv
+    return fn
+
+
+def _adv_baseline(kind):
+    def fn(rewards, mask):
+        r = np.where(mask, rewards, 0.0)
+        g = np.where(mask, np.cumsum(r[:, ::-1], axis=1)[:, ::-1], 0.0)
+        if kind == "row":
+            b = (g.sum(1) / mask.sum(1))[:, None]
+        else:  # leave one out
+            b = (g.sum(0) - g) / np.maximum(mask.sum(0) - 1, 1)
+        a = np.where(mask, g - b, 0.0)
+        return a / a[mask].std()
+    return fn
+
+
+def _adv_discounted(rewards, mask):
+    r = np.where(mask, rewards, 0.0)
+    g = np.zeros(r.shape)
+    acc = np.zeros(len(r))
+    for t in range(r.shape[1] - 1, -1, -1):
+        acc = r[:, t] + 0.99 * acc
+        g[:, t] = acc
+    g = np.where(mask, g, 0.0)
+    a = np.where(mask, g - g.sum(0) / np.maximum(mask.sum(0), 1), 0.0)
+    return a / a[mask].std()
+
+
+MORE_WRONG = {
+    "preference_loss median": ("preference_loss", lambda c, r: np.median(np.logaddexp(0.0, r - c)),
+                               "the median over pairs"),
+    "sequence_log_prob: the prompt scored fails the perturbed-logits case (F11)": (
+        "sequence_log_prob", lambda lg, t, m: _pick(_lsm(lg), t).sum(1),
+        "[fail] the same batch with noise of size 50"),
+    "rewards: score overwrites the last penalty": ("kl_penalized_rewards", _overwrite, "REPLACED"),
+    "rewards: k2 in the reward": (
+        "kl_penalized_rewards", _rewards(lambda lp, rp, b: -b * 0.5 * (lp - rp) ** 2), "that is k2"),
+    "rewards: abs log-ratio": (
+        "kl_penalized_rewards", _rewards(lambda lp, rp, b: -b * np.abs(lp - rp)), "abs(logp - ref_logp)"),
+    "rewards: mask sliced again": ("kl_penalized_rewards", _reshifted_rewards, "already the shifted"),
+    "advantages: mask sliced again": ("rlhf_advantages", _reshifted_adv, "already the shifted"),
+    "advantages: per-row baseline": ("rlhf_advantages", _adv_baseline("row"), "per-row baseline"),
+    "advantages: leave-one-out baseline": ("rlhf_advantages", _adv_baseline("loo"), "leave-one-out"),
+    "advantages: gamma 0.99": ("rlhf_advantages", _adv_discounted, "gamma = 1"),
+    "token_gae: gamma 0.99": ("token_gae", _gae_variant(gamma=0.99), "gamma = 1"),
+    "token_gae: whitened": ("token_gae", _whitened_gae, "whitened"),
+    "token_gae: lam on delta": ("token_gae", _gae_variant(lam_on_delta=True), "not the current delta"),
+}
+
+
+@pytest.mark.parametrize("wrong", MORE_WRONG, ids=list(MORE_WRONG))
+def test_more_wrong_answers_rejected_with_their_diagnosis(wrong, capsys):
+    name, fn, diagnosis = MORE_WRONG[wrong]
+    assert diagnosis in rejected(name, fn, capsys)
+
+
+def test_ensemble_question_b_gives_the_scale_argument():
+    from rlcourse.course.bank import llm
+
+    why = llm._ENSEMBLE_CHOICES["b"]
+    assert "in the tens" in why and "grows only slowly" not in why

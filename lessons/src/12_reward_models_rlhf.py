@@ -239,8 +239,9 @@ assert rc.exercises.check("penalize_missing_eos", my_penalize_missing_eos)
 
 # %% [markdown]
 # **Step 4: KL-penalised per-token rewards.** Per-token arrays are aligned with
-# `tokens[:, 1:]` and go with `mask[:, 1:]`: `logp` and `ref_logp` `[B, T]` are the sampled
-# tokens' log-probs under the policy and the reference. Every action token pays
+# `tokens[:, 1:]`: `logp` and `ref_logp` `[B, T]` are the sampled tokens' log-probs under the
+# policy and the reference, and `mask` `[B, T]` is **already the shifted mask** (the caller
+# passes `mask[:, 1:]`): use it as it is. Every action token pays
 # $-\beta(\log\pi - \log\pi_{\text{ref}})$; the score is added at each row's last action token;
 # everything else is 0.
 
@@ -257,7 +258,8 @@ def my_kl_penalized_rewards(scores, logp, ref_logp, mask, beta):
 assert rc.exercises.check("kl_penalized_rewards", my_kl_penalized_rewards)
 
 # %% [markdown]
-# **Step 5: advantages.** Each token's reward-to-go within its own completion (a completion is
+# **Step 5: advantages.** `rewards` and `mask` `[B, T]` as in step 4 (the mask already
+# shifted). Each token's reward-to-go within its own completion (a completion is
 # one episode: the sum never runs into the padding or the next row; rewards outside the mask
 # are not rewards), minus the mean reward-to-go of the completions that act at the same
 # position, divided by the standard deviation over all action tokens.
@@ -288,7 +290,9 @@ print(inspect.getsource(rc.rlhf_step))
 # ## Check it
 #
 # **Prompt and padding never count.** Change the logits at every position the mask excludes:
-# the sequence log-prob is identical and those positions get exactly zero gradient.
+# the sequence log-prob is identical and those positions get exactly zero gradient. (Your
+# `my_sequence_log_prob` met the same test in its checker: its third case adds noise of size 50
+# to the logits of every excluded position and expects the same answer.)
 
 # %%
 logits = np.asarray(rc.lm_logits(sft_params, sample_tokens), dtype=np.float64)[:, :-1]
@@ -307,7 +311,7 @@ print(f"largest gradient at an excluded position: {np.abs(grad2[excluded]).max()
 assert value == value2 and not grad[excluded].any() and not grad2[excluded].any()
 
 # %% [markdown]
-# **The exact KL is never negative; a sampled estimate can be.** `rc.exact_kl` sums
+# **Sampled KL estimates against the exact KL.** `rc.exact_kl` sums
 # $\pi(v)(\log\pi(v) - \log\pi_{\text{ref}}(v))$ over the whole vocabulary at each position of
 # a completion; the estimators look only at the sampled token $a$. With
 # $d = \log\pi_{\text{ref}}(a) - \log\pi(a)$, Schulman's three are $k_1 = -d$ (the sampled
@@ -315,7 +319,9 @@ assert value == value2 and not grad[excluded].any() and not grad2[excluded].any(
 # (`rc.kl_estimate(logp, ref_logp, kind)` per token). Which of them is right on average, and how
 # noisy is each? Take policies that have drifted from the reference (the SFT model plus noise
 # along one random direction in weight space, scaled up until the exact KL of its samples
-# first reaches a target) by a little (0.2 nats) and by a lot (3 nats), sample 1024 completions from
+# first reaches a target) by a little (at least 0.2 nats) and by a lot (at least 3 nats; the scale
+# grows by 1.25 at a time, so the drift overshoots its target: the table prints the KL each
+# reached), sample 1024 completions from
 # each, and compare each estimator, summed over a completion, with the exact KL of the same
 # completion's positions (whose mean is the sequence-level KL).
 
@@ -347,7 +353,7 @@ def token_log_probs(logits, toks):
 
 
 estimates = {}
-for label, target in (("near (0.2+ nats)", 0.2), ("far (3+ nats)", 3.0)):
+for label, target in (("near (target 0.2)", 0.2), ("far (target 3)", 3.0)):
     d_tokens, d_mask, d_logits, r_logits, exact = sample_with_kl(drift(target), 1024)
     acts = d_mask[:, 1:]
     lp, rp = (np.where(acts, token_log_probs(x, d_tokens), 0.0) for x in (d_logits, r_logits))
@@ -366,8 +372,43 @@ for label, row in estimates.items():
               f"{row[kind].std():7.3f} {np.mean(row[kind] < 0):6.0%}")
 
 # %% [markdown]
-# The claims, as asserts (bias measured as the mean of estimate minus exact, against its
-# standard error):
+# First, is `rc.exact_kl` itself right? Check it against an independent enumeration on a model
+# small enough to list every completion: two tokens from a vocabulary of 4 (16 completions).
+# The sequence's $\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}})$ is the sum over all 16 of
+# $\pi(y)(\log\pi(y) - \log\pi_{\text{ref}}(y))$; `rc.exact_kl` of each completion (the KL at
+# its two positions, given its prefix), averaged with weights $\pi(y)$, must equal it.
+
+# %%
+V = 4
+theta = {"first": rng.normal(size=V), "second": rng.normal(size=(V, V))}   # the policy's logits
+ref_theta = {"first": rng.normal(size=V), "second": rng.normal(size=(V, V))}
+first, second = np.divmod(np.arange(V * V), V)  # all 16 completions (token 1, token 2)
+
+
+def toy_logits(p):
+    """logits [16, 2, V]: position 0 predicts the first token, position 1 the second."""
+    return np.stack([np.broadcast_to(p["first"], (V * V, V)), p["second"][first]], axis=1)
+
+
+def toy_log_probs(p):
+    lf = p["first"] - np.log(np.exp(p["first"]).sum())
+    ls = p["second"] - np.log(np.exp(p["second"]).sum(axis=1, keepdims=True))
+    return lf[first] + ls[first, second]  # log-prob of each whole completion [16]
+
+
+toy_pi, toy_ref = toy_log_probs(theta), toy_log_probs(ref_theta)
+enumerated = np.sum(np.exp(toy_pi) * (toy_pi - toy_ref))
+toy_tokens = np.stack([np.ones(V * V, dtype=int), first, second], axis=1)  # BOS, token 1, token 2
+toy_mask = np.array([[False, True, True]] * (V * V))
+from_exact_kl = np.exp(toy_pi) @ np.asarray(rc.exact_kl(toy_logits(theta), toy_logits(ref_theta), toy_mask))
+print(f"sequence KL by enumeration {enumerated:.6f}; E_pi[rc.exact_kl] {from_exact_kl:.6f}")
+assert np.isclose(enumerated, from_exact_kl, rtol=1e-9)
+
+# %% [markdown]
+# The claims about the estimators, as asserts (bias measured as the mean of estimate minus
+# exact, against its standard error). The first two lines are illustrations, not tests: the exact
+# KL is never negative for any logits (Gibbs' inequality), and a drifted policy always has some
+# completion the reference likes more.
 
 # %%
 def bias_in_se(row, kind):
@@ -377,8 +418,8 @@ def bias_in_se(row, kind):
 
 near, far = estimates.values()
 kl_claims = {
-    "the exact KL is never negative": all((r["exact"] >= 0).all() for r in (near, far)),
-    "k1 is negative on some completions": all((r["k1"] < 0).any() for r in (near, far)),
+    "(illustration) the exact KL is never negative": all((r["exact"] >= 0).all() for r in (near, far)),
+    "(illustration) k1 is negative on some completions": all((r["k1"] < 0).any() for r in (near, far)),
     "k1 and k3 unbiased: mean within 4 standard errors of the exact KL, both drifts":
         all(abs(bias_in_se(r, k)) < 4 for r in (near, far) for k in ("k1", "k3")),
     "k2 biased upwards far from the reference (by more than 4 standard errors)": bias_in_se(far, "k2") > 4,
@@ -405,18 +446,13 @@ assert all(kl_claims.values())
 # reward-to-go. In the **loss** (GRPO, lesson 14): the estimate is computed from the traced
 # log-probs of the sampled tokens and differentiated directly. The same number can mean
 # different gradients. Check it exactly on a model small enough to enumerate: two tokens from a
-# vocabulary of 4, so 16 possible completions, with the expectation over them computed exactly.
+# vocabulary of 4, so 16 possible completions (the toy above), with the expectation over them
+# computed exactly.
 # Three candidate targets: the gradient of the sequence's $\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}})$;
 # the same KL taken position by position at the sampled prefixes, prefixes held fixed
 # ("per position"); and the per-position reverse direction, $\mathrm{KL}(\pi_{\text{ref}}\,\|\,\pi)$.
 
 # %%
-V = 4
-theta = {"first": rng.normal(size=V), "second": rng.normal(size=(V, V))}   # the policy's logits
-ref_theta = {"first": rng.normal(size=V), "second": rng.normal(size=(V, V))}
-first, second = np.divmod(np.arange(V * V), V)  # all 16 completions (token 1, token 2)
-
-
 def token_logps(p):
     """log-probs [16, 2] of both tokens of every completion under the model p."""
     return rc.stack([rc.log_softmax(p["first"], axis=-1)[first],
@@ -506,9 +542,10 @@ assert min(distance["k3 in the reward"].values()) > 0.5
 #   "sequence" column).
 #
 # So the estimator that is best as a *value* (the table before this one) is the wrong one in
-# the reward and, differentiated as it stands, follows the other direction of the KL; only the
-# corrected loss, $\frac{\pi}{\pi_{\text{old}}} k_3$, gets the direction right. Lesson 14 uses
-# that corrected loss as an option of GRPO.
+# the reward and, differentiated as it stands, follows the other direction of the KL. Of the
+# placements of $k_3$, only the corrected loss, $\frac{\pi}{\pi_{\text{old}}} k_3$, gets the
+# direction right (as $k_2$ in the loss does, with the same row); only $k_1$ in the reward
+# follows the whole sequence's gradient. Lesson 14 uses the corrected loss as an option of GRPO.
 
 # %% [markdown]
 # ## Use it
@@ -517,6 +554,15 @@ assert min(distance["k3 in the reward"].values()) > 0.5
 # chosen completion first? Compare that with the best any model can do against these noisy
 # labels: the annotator preferred the chosen completion with probability
 # $p = \sigma(4(q_c - q_r))$, so the ceiling is the mean of $\max(p, 1-p)$. Ties count half.
+#
+# The accuracy on 400 labels has a standard error of about 0.02, wide enough to let a cruder
+# reward model pass as "at the ceiling". Since the annotator is simulated, there is a measure
+# without the label noise: the **expected agreement**, the probability that a fresh label of the
+# same pair agrees with the model's ranking, $p$ where the model ranks the chosen one first and
+# $1-p$ where it does not (averaged over the pairs). It reaches the ceiling only for a model that
+# ranks every pair the way the annotator is likelier to. To see that it separates, score two
+# models that are plainly cruder: one that knows only "great" = +1 and "bad" = -1, and the
+# learned one with the weights of "good" and "fine" swapped.
 
 # %%
 held_p, held_c, held_r = rc.style_preferences(400, seed=3, sharpness=SHARPNESS)
@@ -531,12 +577,35 @@ accuracy, accuracy_se = agree.mean(), agree.std() / np.sqrt(len(agree))
 truth_ranker = np.mean((q_c > q_r) + 0.5 * (q_c == q_r))
 print(f"reward model: {accuracy:.3f} +- {accuracy_se:.3f} of held-out labels; "
       f"ceiling {ceiling:.3f}; ranking by the true quality itself: {truth_ranker:.3f}")
-print(f"within two standard errors of the ceiling: {abs(accuracy - ceiling) < 2 * accuracy_se}")
-assert abs(accuracy - ceiling) < 2 * accuracy_se
+
+
+def expected_agreement(w):
+    """P(a fresh label agrees with the ranking by word weights w), averaged over the held-out pairs."""
+    a = rc.token_counts(hc, hmc, tok.vocab_size) @ w
+    b = rc.token_counts(hr, hmr, tok.vocab_size) @ w
+    return np.mean(np.where(a > b, p_chosen, np.where(a < b, 1 - p_chosen, 0.5)))
+
+
+crude = np.zeros(tok.vocab_size)
+crude[tok.ids["great"]], crude[tok.ids["bad"]] = 1.0, -1.0
+swapped = phi["w"].copy()
+swapped[[tok.ids["good"], tok.ids["fine"]]] = swapped[[tok.ids["fine"], tok.ids["good"]]]
+models = {"the learned reward model": phi["w"], "great/bad only": crude, "good and fine swapped": swapped}
+agreement = {name: expected_agreement(w) for name, w in models.items()}
+print(f"{'':26s} {'expected agreement':>19s}  {'accuracy on the 400 labels':>27s}")
+for name, w in models.items():
+    sc, sr = rc.token_counts(hc, hmc, tok.vocab_size) @ w, rc.token_counts(hr, hmr, tok.vocab_size) @ w
+    print(f"{name:26s} {agreement[name]:19.3f}  {np.mean((sc > sr) + 0.5 * (sc == sr)):27.3f}")
+print(f"the learned model within 0.005 of the ceiling: {abs(agreement['the learned reward model'] - ceiling) < 0.005}; "
+      f"both cruder ones 0.02+ below it: {max(agreement['great/bad only'], agreement['good and fine swapped']) < ceiling - 0.02}")
+assert abs(agreement["the learned reward model"] - ceiling) < 0.005
+assert max(agreement["great/bad only"], agreement["good and fine swapped"]) < ceiling - 0.02
 
 # %% [markdown]
-# The reward model is as right as these labels allow: about a quarter of the labels go against
-# the warmer completion, and no model can predict which. Accuracy on held-out pairs says nothing
+# The reward model is as right as these labels allow, and the expected agreement tells it apart
+# from the cruder ones, which the accuracy on 400 labels (a ±0.02 standard error) does not
+# reliably do. About a quarter of the labels go against the warmer completion, and no model can
+# predict which. Accuracy on held-out pairs says nothing
 # about completions no pair contains, though. Score a few:
 
 # %%
@@ -593,10 +662,23 @@ for name, (base, hacked) in hacks.items():
 beta_star = max(break_even.values())
 print(f"below beta* = {beta_star:.2f} the optimum prefers these hacks to fluent text")
 assert 0.1 < beta_star < 0.5  # the sweep below brackets it
+piled = [" ".join(["is"] + ["great"] * k + ["."]) for k in range(1, 6)]  # "is great ." ... 5 greats
+step_charge, step_extra = [], []
+for noun in nouns:
+    lp, r = ref_log_prob(piled, noun)
+    step_charge.append(-np.diff(lp))
+    step_extra.append(np.diff(r))
+step_charge, step_extra = np.mean(step_charge, axis=0), np.mean(step_extra, axis=0)
+step_break_even = step_extra / step_charge
+print("each further 'great' (2nd to 5th):")
+print("  the reference charges (nats):", "  ".join(f"{c:5.2f}" for c in step_charge))
+print("  break-even beta:             ", "  ".join(f"{b:5.3f}" for b in step_break_even))
+assert (step_break_even < 0.5).all()
 
 # %% [markdown]
 # A hack that wins once wins again: every further "great" earns the same reward and the
-# reference charges about as much, so below $\beta^*$ the optimum piles them up to the limit.
+# reference charges about as much (the last two rows), so below every step's break-even
+# $\beta$ the optimum piles them up to the limit, and no step's break-even reaches 0.5.
 # Above $\beta^*$ each hack loses odds, and the optimum stays (mostly) fluent. Among the 24
 # fluent completions, it is exactly computable: how warm it is and how far it sits from the
 # reference, for each $\beta$.
@@ -637,9 +719,9 @@ assert fluent_optimum(3.0)[0] < fluent_optimum(1.0)[0] < fluent_optimum(0.5)[0] 
 # reference, and run RLHF-PPO for 80 iterations (32 prompts each, 2 epochs) at
 # $\beta = 0$ (no leash), $0.1$ (below $\beta^*$) and $0.5$ (about twice $\beta^*$), three seeds each, with
 # a missing-EOS penalty of five times the largest word reward (far more than one more word can
-# earn, so ending with EOS one token early always beats being cut). A fourth arm repeats $\beta = 0$ without the penalty, which scores
-# cut completions as finished. Every iteration records the true quality and the exact KL of the
-# policy's own samples. (About 20 seconds.)
+# earn, so ending with EOS one token early always beats being cut). A fourth arm repeats
+# $\beta = 0$ without the penalty, which scores cut completions as finished. Every iteration records the true quality and the
+# exact KL of the policy's own samples. (About 20 seconds.)
 
 # %%
 BETAS, SEEDS, ITERATIONS = (0.0, 0.1, 0.5), (0, 1, 2), 80
@@ -659,18 +741,32 @@ def smooth(x, k=5):
 
 
 def summary(h):
-    """peak (5-iteration mean) and final (last 10) true quality, final KL and cut fraction."""
-    return (smooth(h.metric).max(), h.metric[-10:].mean(), h.kl[-10:].mean(), h.truncated[-10:].mean())
+    """peak (5-iteration mean) and final (last 10) true quality, final KL, cut fraction and final
+    reward-model score (the proxy, before any missing-EOS penalty)."""
+    return (smooth(h.metric).max(), h.metric[-10:].mean(), h.kl[-10:].mean(), h.truncated[-10:].mean(),
+            h.score[-10:].mean())
+
+
+HACK_MARGIN = 1.0  # no mix of fluent completions averages above best_fluent_score; half a "great" more
+
+
+def verdict(final_quality, final_proxy):
+    """'hacked': the truth fell and the proxy ended well above any fluent text's;
+    'drifted': the truth fell without the proxy gaining; else 'fluent'."""
+    if final_quality >= 0.5:
+        return "fluent"
+    return "hacked" if final_proxy > best_fluent_score + HACK_MARGIN else "drifted"
 
 
 # %% tags=["nbval-ignore-output"]
-print("beta  seed   peak quality  final quality  final KL  cut at the limit")
-for (beta, seed), h in runs.items():
-    peak, final, kl, cut = summary(h)
-    print(f"{beta:4.1f}  {seed:4d}   {peak:12.2f}  {final:13.2f}  {kl:8.2f}  {cut:16.2f}")
-for seed, h in unpenalised.items():
-    peak, final, kl, cut = summary(h)
-    print(f"0.0*  {seed:4d}   {peak:12.2f}  {final:13.2f}  {kl:8.2f}  {cut:16.2f}   (* no EOS penalty)")
+print(f"best fluent completion's score: {best_fluent_score:.2f}")
+print("beta  seed   peak quality  final quality  final KL  cut at the limit  final proxy  verdict   a final sample")
+for label, h in [(f"{b:4.1f}  {s:4d}", h) for (b, s), h in runs.items()] + \
+                [(f"0.0*  {s:4d}", h) for s, h in unpenalised.items()]:
+    peak, final, kl, cut, proxy = summary(h)
+    sample = tok.decode_completions(rc.generate(h.params, eval_prompts[:1], MAX_NEW, rng)[0], width)[0]
+    print(f"{label}   {peak:12.2f}  {final:13.2f}  {kl:8.2f}  {cut:16.2f}  {proxy:11.2f}  {verdict(final, proxy):8s}  {sample}")
+print("(* no EOS penalty)")
 print("true quality over the 5 iterations before 10, 20, ..., median over the seeds (beta x iterations):")
 print("beta   " + "".join(f"{i:>7d}" for i in (10, 20, 40, 60, 80)))
 for beta in BETAS:
@@ -681,12 +777,16 @@ for beta in BETAS:
 # The claims the sweep makes, each checked on every seed:
 
 # %%
-peak, final, final_kl, cut = (np.array([[summary(runs[b, s])[i] for s in SEEDS] for b in BETAS])
-                              for i in range(4))
+peak, final, final_kl, cut, proxy = (np.array([[summary(runs[b, s])[i] for s in SEEDS] for b in BETAS])
+                                     for i in range(5))
 nopen = np.array([summary(unpenalised[s]) for s in SEEDS])
-hacked_01 = int(np.sum(final[1] < 0.5))
+verdicts = {beta: [verdict(final[i, j], proxy[i, j]) for j in range(len(SEEDS))] for i, beta in enumerate(BETAS)}
 claims = {
-    "beta 0: final quality below 0.2 (it found the hack), every seed": bool((final[0] < 0.2).all()),
+    "beta 0: final quality below 0.2, every seed": bool((final[0] < 0.2).all()),
+    "beta 0.1: hacked (quality < 0.5, proxy above the best fluent score + 1), every seed":
+        verdicts[0.1].count("hacked") == len(SEEDS),
+    "beta 0: not every collapse is a hack (some seed drifted, its proxy no better than fluent text's)":
+        "drifted" in verdicts[0.0],
     "beta 0.5: final quality 0.9+, every seed": bool((final[2] > 0.9).all()),
     f"beta 0.5: final KL within 30% of the fluent optimum's {KL_PREDICTED:.2f} nats, every seed":
         bool((np.abs(final_kl[2] / KL_PREDICTED - 1) < 0.3).all()),
@@ -698,17 +798,24 @@ claims = {
 }
 for text, ok in claims.items():
     print(f"{ok!s:5s}  {text}")
-print(f"beta 0.1 (below beta*): the hack reached (final quality < 0.5) on {hacked_01} of 3 seeds "
-      f"within {ITERATIONS} iterations")
+for beta in BETAS:
+    print(f"beta {beta}: " + ", ".join(f"seed {s} {v}" for s, v in zip(SEEDS, verdicts[beta])))
+fell = [int(np.argmax(smooth(runs[0.1, s].metric) < 0.5)) + 4 for s in SEEDS]  # a window's last iteration
+print("beta 0.1: the 5-iteration mean quality first drops below 0.5 at iteration", ", ".join(map(str, fell)))
 assert all(claims.values())
 
 # %% [markdown]
-# $\beta = 0.5$ settled where the fluent optimum says, near the reference and warm. $\beta = 0$
-# found the hack on every seed; how warm it got on the way varies from seed to seed (the
-# "peak quality" column), so the rise-then-fall is checked on all the runs together, on the
-# chart after the next one. $\beta = 0.1$ sits
-# below $\beta^*$: the optimum is a hack, and the runs get there at their own pace, so within
-# the budget some seeds have and some have not yet (the count above). Without the EOS penalty
+# $\beta = 0.5$ settled where the fluent optimum says, near the reference and warm.
+# $\beta = 0.1$ sits below $\beta^*$: the optimum is a hack, and every seed found one within
+# the budget, each at its own time (in the figure below, the seeds' quality falls at different
+# iterations), ending with a proxy score well above anything fluent text can earn.
+# $\beta = 0$ lost the true quality on every seed, but the verdicts above show that not
+# every such run gamed the reward model: a run marked "drifted" wandered, with no leash, into
+# degenerate text (repeated adverbs) whose proxy score is no better than fluent text's. That is
+# a different failure from over-optimisation, and true quality alone cannot tell the two apart:
+# look at the proxy and at the samples. How warm $\beta = 0$ got on the way also varies from
+# seed to seed (the "peak quality" column), so the rise-then-fall is checked on all the runs
+# together, on the chart after the next one. Without the EOS penalty
 # the unleashed policy games the length limit itself: its hacked completions are cut, not
 # finished, and each earns the score of a finished answer.
 
@@ -724,7 +831,10 @@ for beta in BETAS:
     axes[1].plot(its, np.median(kl, axis=0), color=colors[beta], label=f"beta = {beta}")
     axes[1].fill_between(its, kl.min(axis=0), kl.max(axis=0), color=colors[beta], alpha=0.2)
 nq = np.array([unpenalised[s].metric for s in SEEDS])
-axes[0].plot(its, np.median(nq, axis=0), color="k", ls="--", label="beta = 0, no EOS penalty")
+nkl = np.array([unpenalised[s].kl for s in SEEDS])
+for ax, x in zip(axes, (nq, nkl)):
+    ax.plot(its, np.median(x, axis=0), color="k", ls="--", label="beta = 0, no EOS penalty")
+    ax.fill_between(its, x.min(axis=0), x.max(axis=0), color="k", alpha=0.1)
 axes[1].axhline(KL_PREDICTED, color="C0", ls=":", label="fluent optimum, beta 0.5")
 axes[0].axhline(sft_quality, color="grey", lw=1, label="SFT")
 axes[1].set_yscale("log")
@@ -733,7 +843,7 @@ axes[1].set_title("KL from the reference: beta sets the leash")
 axes[0].set_ylim(-0.05, 1.6)  # room above the curves for the legend
 axes[0].set_yticks(np.linspace(0, 1, 6))
 axes[0].legend(fontsize=9, loc="upper center", ncol=2, columnspacing=1.0)
-axes[1].legend(fontsize=9, loc="lower right")
+axes[1].legend(fontsize=8, loc="lower right")
 for ax, ylabel in zip(axes, ["mean true quality of the samples", "KL(pi || ref), nats per completion"]):
     ax.set_xlabel("RLHF iteration")
     ax.set_ylabel(ylabel)
@@ -743,7 +853,9 @@ plt.show()
 # %% [markdown]
 # **Over-optimisation, as Gao et al. plot it.** Put every iteration of every penalised run on
 # one chart: the true quality of its samples against their KL from the reference, and the
-# reward model's score (the proxy) against the same KL.
+# reward model's score (the proxy) against the same KL. The black line joins the medians of the
+# KL bins 0-0.5, 0.5-1, 1-2, ..., 16+ nats, each drawn at its bin's geometric centre (the open
+# last bin at 32 nats, the first at 0.16).
 
 # %%
 all_kl = np.concatenate([h.kl for h in runs.values()])
@@ -784,7 +896,7 @@ mid = np.sqrt([max(edges[b], 0.05) * min(edges[b + 1], 64.0) for b in bins])
 axes[0].plot(mid, q_bins, "k-o", ms=4, label="median per KL bin")
 axes[1].plot(mid, score_bins, "k-o", ms=4, label="median per KL bin")
 axes[0].set_title("True quality rises, then falls")
-axes[1].set_title("The reward model's score keeps rising")
+axes[1].set_title("The median proxy score keeps rising")
 for ax, ylabel in zip(axes, ["true quality of the samples", "reward-model score (proxy)"]):
     ax.set_xscale("log")
     ax.set_xlabel("KL(pi || ref), nats per completion")
@@ -795,8 +907,10 @@ plt.show()
 
 # %% [markdown]
 # The proxy and the truth agree up to a few nats of KL, where the policy moves to the warmest
-# fluent sentences, and part ways after: past the peak every extra nat buys more proxy and less
-# truth. This is Gao et al.'s over-optimisation curve. Here the points of all three $\beta$
+# fluent sentences, and part ways after: past the peak, the median run buys more proxy and less
+# truth with each extra nat. Not every run does: the points of a $\beta = 0$ run marked
+# "drifted" above sit far out in KL with a proxy no higher than fluent text's (low red points
+# on the right). This is Gao et al.'s over-optimisation curve. Here the points of all three $\beta$
 # lie on the same curve: $\beta$ decided how far along it a run went, which is why you choose
 # $\beta$ by watching the KL (and the truth, when you have any), not by copying a number.
 # $\beta = 0.5$ is larger than the 0.01-0.05 typical of large models; what matters is $\beta$
@@ -825,7 +939,8 @@ for label, h in (("beta 0.5", runs[0.5, 0]), ("beta 0", runs[0.0, 0]), ("beta 0,
 #   ended with 90%+ of its completions cut.
 # - **The KL in the wrong place.** Put $k_1$ in the reward, or differentiate a loss whose
 #   expected gradient is the KL's: $k_1$ differentiated as a loss enforces nothing (expected
-#   gradient 0), $k_3$ as a reward is biased, $k_3$ differentiated as a loss follows
+#   gradient 0), $k_3$ as a reward gives the wrong gradient (its value is unbiased), $k_3$
+#   differentiated as a loss follows
 #   $\mathrm{KL}(\pi_{\text{ref}}\,\|\,\pi)$; and any per-token loss misses what a token does to
 #   the KL after it (Check it).
 # - **The KL the wrong way round.** RLHF penalises $\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}})$ from
@@ -847,7 +962,8 @@ for label, h in (("beta 0.5", runs[0.5, 0]), ("beta 0", runs[0.0, 0]), ("beta 0,
 # 1. **Easy: a length penalty.** A common patch for reward models that like long answers:
 #    subtract $\alpha$ per generated token. Write `length_penalized_scores(scores, mask, alpha)`
 #    (`mask` as `generate` returns it; the length counts every sampled token, EOS included).
-#    Then score "is great ." and "great great ." with it for a few values of $\alpha$ and
+#    Then score "is great ." and "great great ." with it (the cell after it prints their scores
+#    and lengths) for a few values of $\alpha$ and
 #    answer `length_penalty_question`: can any $\alpha$ make every fluent completion outscore
 #    every hack? (a) yes, any $\alpha$ above the reward of one "great"; (b) no, "great great ."
 #    is as long as "is great ." and the reward model scores it higher; (c) yes, the hacks are
@@ -856,12 +972,14 @@ for label, h in (("beta 0.5", runs[0.5, 0]), ("beta 0", runs[0.0, 0]), ("beta 0,
 # 2. **Medium: a reward-model ensemble.** Coste et al. (2024) train several reward models and
 #    penalise their disagreement. Write `ensemble_reward(member_scores, lam)` for scores
 #    `[K, B]` of K members: the mean over members minus `lam` times their variance
-#    (uncertainty-weighted optimisation). Then train 5 word-count reward models on bootstrap
-#    resamples of the 800 pairs, score "is quite great ." and "is great great ." and answer
+#    (uncertainty-weighted optimisation). The cell after it trains 5 word-count reward models on
+#    bootstrap resamples of the 800 pairs and scores "is quite great ." and "is great great .";
+#    score them with your function for a few `lam`, and answer
 #    `ensemble_question`: does the ensemble penalty put the fluent one first? (a) yes, the
 #    members disagree most about the hack, so any `lam > 0` does; (b) not at any sensible
-#    `lam`: every member rewards each "great", so they agree the hack is good, and their
-#    disagreement grows only slowly with the count; (c) no, an ensemble's mean is always a
+#    `lam`: every member rewards each "great", so they agree the hack is good; their variance is
+#    a few hundredths per "great" while the mean gains about 2 per "great", so `lam` would have
+#    to be in the tens; (c) no, an ensemble's mean is always a
 #    single model's score; (d) yes, the hack has no verb, which every member punishes.
 # 3. **Hard: advantages from a value head.** Real RLHF-PPO learns a value $V(s_t)$ per token
 #    (TRL: $\gamma = 1$, GAE $\lambda = 0.95$) instead of this lesson's per-position baseline.
@@ -874,10 +992,16 @@ for label, h in (("beta 0.5", runs[0.5, 0]), ("beta 0", runs[0.0, 0]), ("beta 0,
 
 # %% tags=["solution"]
 def length_penalized_scores(scores, mask, alpha):
+    """scores [B] minus alpha times each completion's number of sampled tokens (mask [B, L]): [B]."""
     return scores - alpha * mask.sum(axis=1)
 
 
+# %%
 short_probe, short_mask, _ = tok.encode_pairs(["the cat"] * 2, ["is great .", "great great ."])
+print("reward-model scores of 'is great .' and 'great great .':",
+      np.round(reward_model(short_probe, short_mask), 2), " sampled tokens:", short_mask.sum(axis=1))
+
+# %% tags=["solution"]
 for alpha in (0.0, 1.0, 10.0):
     fluent_s, hack_s = length_penalized_scores(reward_model(short_probe, short_mask), short_mask, alpha)
     print(f"alpha {alpha:4.1f}: 'is great .' {fluent_s:6.2f}   'great great .' {hack_s:6.2f}")
@@ -889,9 +1013,16 @@ assert rc.exercises.check("length_penalty_question", length_penalty_answer)
 
 # %% tags=["solution"]
 def ensemble_reward(member_scores, lam):
+    """member_scores [K, B] (K members, B completions): the members' mean minus lam times their
+    variance, [B]."""
     return member_scores.mean(axis=0) - lam * member_scores.var(axis=0)
 
 
+# %% [markdown]
+# Five bootstrap members, trained as the reward model was, and their scores of the two
+# completions (not graded: the graded part is your function and the answer after it):
+
+# %%
 boot = np.random.default_rng(SEED)
 members = []
 for _ in range(5):
@@ -910,6 +1041,9 @@ for _ in range(5):
     members.append(w["w"])
 pair_tokens, pair_mask, _ = tok.encode_pairs(["the cat"] * 2, ["is quite great .", "is great great ."])
 member_scores = np.array([rc.token_counts(pair_tokens, pair_mask, tok.vocab_size) @ m for m in members])
+print("member scores [K = 5, 2] ('is quite great .', 'is great great .'):\n", np.round(member_scores, 2))
+
+# %% tags=["solution"]
 print("member variance: fluent {:.3f}, hack {:.3f}".format(*member_scores.var(axis=0)))
 flip = (member_scores.mean(0)[1] - member_scores.mean(0)[0]) / np.diff(member_scores.var(axis=0))[0]
 print(f"lam needed to put the fluent one first: {flip:.0f}")
@@ -923,6 +1057,8 @@ assert rc.exercises.check("ensemble_question", ensemble_answer)
 
 # %% tags=["solution"]
 def token_gae(rewards, values, mask, finished, last_values, lam):
+    """GAE advantages [B, T] with gamma = 1 within each completion (0 outside mask [B, T]);
+    finished [B]: ended with EOS (terminal); otherwise bootstrap from last_values [B]."""
     adv = np.zeros(rewards.shape)
     for b in range(len(rewards)):
         cols = np.flatnonzero(mask[b])
@@ -954,6 +1090,9 @@ assert rc.exercises.check("token_gae", token_gae)
 # | reference model | "the SFT anchor" | the frozen starting policy that the KL penalty measures drift from |
 # | KL penalty | "the leash" | $-\beta(\log\pi - \log\pi_{\text{ref}})$ per token in the reward ($k_1$): its policy gradient is that of $-\beta\,\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}})$ |
 # | KL-regularised optimum | "what RLHF converges to" | $\pi^* \propto \pi_{\text{ref}}\, e^{r/\beta}$: a completion wins when its reward over $\beta$ beats the reference's charge for it |
+# | $k_1$, $k_2$, $k_3$ | "the KL estimator" | per-token estimates of the KL from the sampled token: $k_1 = \log\pi - \log\pi_{\text{ref}}$ and $k_3$ are unbiased as values, $k_2$ is not; as a reward or a loss each has its own gradient, and only $k_1$ in the reward gives the sequence KL's |
+# | break-even $\beta^*$ | "the right KL coefficient" | the $\beta$ below which a hack's extra reward over $\beta$ beats the log-probability the reference charges for it, so the KL-regularised optimum prefers the hack |
+# | truncation vs termination | "the episode ended" | EOS terminates a completion (a finished answer, nothing follows); the length limit truncates it (not an answer: penalise it or bootstrap from a value) |
 # | reward hacking | "overoptimisation" | the proxy reward rises while the true goal falls; here below $\beta^*$, past a few nats of KL |
 
 # %% [markdown]

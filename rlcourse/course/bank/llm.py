@@ -77,6 +77,9 @@ def _bt_explain(case, got, expected):
          "it is -log sigmoid(r_chosen - r_rejected)", float(np.mean(np.logaddexp(0.0, x)))),
         ("the mean over pairs, not the sum", len(x) * expected),
         ("the loss is -log sigmoid(...), which is never negative: a minus sign is missing", -expected),
+        ("the median over pairs; the loss is the MEAN of -log sigmoid(r_c - r_r) (the "
+         "log-likelihood of the labels, averaged)",
+         float(np.median(np.logaddexp(0.0, -x)))),
         ("that scores each completion on its own (binary cross-entropy with chosen = 1, rejected "
          "= 0); Bradley-Terry sees only the difference r_chosen - r_rejected, so shifting both "
          "scores by the same amount changes nothing", pointwise),
@@ -108,8 +111,13 @@ def _slp_cases():
     one = (np.array([[[0.0, 1.0, 2.0], [1.0, 1.0, 1.0], [3.0, 0.0, 0.0]]]), np.array([[0, 2, 1, 0]]),
            np.array([[False, False, True, True]]))
     big = (logits * 400.0, tokens, mask)
+    excluded = ~mask[:, 1:]
+    noisy = logits + 50.0 * excluded[..., None] * rng.normal(size=logits.shape)
     return [Case("one sequence, by hand", one),
             Case("a batch of 3 with prompts and padding", (logits, tokens, mask)),
+            Case("the same batch with noise of size 50 on the logits of every excluded position "
+                 "(prompt and padding never count: the answer must not change)",
+                 (noisy, tokens, mask)),
             Case("logits in the hundreds (as an untempered model can give)", big)]
 
 
@@ -261,6 +269,8 @@ def _rewards_explain(case, got, expected):
         return out
 
     every = np.where(mask, -beta * k1 + scores[:, None], 0.0)
+    overwrite = np.where(mask, -beta * k1, 0.0)
+    overwrite[rows, last] = scores
     seq = np.zeros_like(expected)
     seq[rows, last] = scores - beta * k1.sum(1)
     variants = [
@@ -277,6 +287,14 @@ def _rewards_explain(case, got, expected):
         ("you put the whole KL penalty on the last token (a sequence-level penalty); here each "
          "token pays its own -beta * (logp - ref_logp)", seq),
         ("beta is missing: the penalty is -beta * (logp - ref_logp)", with_score(k1, last)),
+        ("the score REPLACED the last token's KL penalty (= instead of +=): that token pays its "
+         "-beta * (logp - ref_logp) too, and the score is added on top", overwrite),
+        ("that is k2 = (logp - ref_logp)^2 / 2; this step puts k1 = logp - ref_logp in the "
+         "reward, whose policy gradient is exactly that of KL(pi || ref)",
+         with_score(beta * np.where(mask, 0.5 * d ** 2, 0.0), last)),
+        ("abs(logp - ref_logp) is not a KL estimate: k1 is the signed log-ratio (a token the "
+         "reference likes more than the policy does earns a little reward), and only its "
+         "average over samples is the KL", with_score(beta * np.abs(k1), last)),
     ]
     found = _first_match(g, variants)
     if found is None and not np.allclose(g[~mask], 0):
@@ -284,8 +302,20 @@ def _rewards_explain(case, got, expected):
     return found
 
 
+_ALREADY_SHIFTED = ("`mask` here is already the shifted [B, T] mask, aligned with logp and "
+                    "ref_logp (the caller passes mask[:, 1:]); use it as it is, do not slice it "
+                    "again")
+
+
+def _rewards_explain_error(case, err):
+    if isinstance(err, (ValueError, IndexError)) and ("broadcast" in str(err) or "shape" in str(err)):
+        return _ALREADY_SHIFTED
+    return None
+
+
 register(
     "kl_penalized_rewards", _rewards_reference, _rewards_cases, explain=_rewards_explain,
+    explain_error=_rewards_explain_error,
     hint="every action token pays -beta times its log-ratio to the reference; the reward "
          "model's score is added once per completion, where it ends",
 )
@@ -318,6 +348,9 @@ def _adv_explain(case, got, expected):
     if g is None:
         return None
     if g.shape != expected.shape:
+        if g.shape == (expected.shape[0], expected.shape[1] - 1):
+            return (f"expected shape {expected.shape}, got {g.shape}: {_ALREADY_SHIFTED} (rewards "
+                    "and mask have the same shape)")
         return f"expected one advantage per token, shape {expected.shape}, got shape {g.shape}"
     if not np.allclose(g[~mask], 0):
         return "padding positions got an advantage: they are not actions, leave them at 0"
@@ -331,6 +364,11 @@ def _adv_explain(case, got, expected):
             b = to_go.sum(0) / len(to_go)
         elif baseline == "global":
             b = to_go[mask].mean()
+        elif baseline == "row":
+            b = (to_go.sum(1) / np.maximum(mask.sum(1), 1))[:, None]
+        elif baseline == "loo":
+            n = mask.sum(0)
+            b = (to_go.sum(0) - to_go) / np.maximum(n - 1, 1)
         else:
             b = 0.0
         adv = np.where(mask, to_go - b, 0.0)
@@ -342,6 +380,12 @@ def _adv_explain(case, got, expected):
 
     to_go = np.cumsum(r[:, ::-1], axis=1)[:, ::-1]
     raw_to_go = np.cumsum(rewards[:, ::-1], axis=1)[:, ::-1]
+    discounted = np.zeros_like(r)
+    for gamma_ in (0.99,):
+        acc = np.zeros(len(r))
+        for t in range(r.shape[1] - 1, -1, -1):
+            acc = r[:, t] + gamma_ * acc
+            discounted[:, t] = acc
     variants = [
         ("that sums the rewards so far; the reward-to-go sums from t to the END of the completion",
          finish(np.cumsum(r, axis=1))),
@@ -352,6 +396,15 @@ def _adv_explain(case, got, expected):
         ("one baseline for all positions; this step's baseline is the mean reward-to-go at each "
          "position (column)", finish(to_go, baseline="global")),
         ("no baseline subtracted", finish(to_go, baseline="none")),
+        ("a per-row baseline (each completion's own mean reward-to-go) removes the very signal "
+         "that tells completions apart; this step's baseline is the mean over the completions "
+         "acting at the same position", finish(to_go, baseline="row")),
+        ("that is a leave-one-out (RLOO) baseline, the mean of the OTHER completions at the "
+         "position; a fine method, but this step's baseline includes every completion acting "
+         "there", finish(to_go, baseline="loo")),
+        ("discounted: RLHF uses gamma = 1 inside a completion (a plain sum of the rewards to "
+         "go); the score at the end must reach the first token undiminished",
+         finish(discounted)),
         ("not normalised: divide by the standard deviation over the action tokens",
          finish(to_go, std="none")),
         ("the standard deviation includes the padding zeros; take it over action tokens only",
@@ -491,15 +544,17 @@ register(
 _ENSEMBLE_CHOICES = {
     "a": "yes: the members disagree most about the hack, so any lam > 0 puts the fluent one first",
     "b": ("not at any sensible lam: every bag-of-words member rewards each 'great', so they agree "
-          "the hack is good; their disagreement grows only slowly with the count"),
+          "the hack is good; their variance is a few hundredths per 'great' while the mean "
+          "gains about 2 per 'great', so lam must be in the tens"),
     "c": "no: an ensemble's mean is always the same as a single reward model's score",
     "d": "yes: the hack contains no verb, which every member punishes",
 }
 
 _choice(
     "ensemble_question", _ENSEMBLE_CHOICES, "b",
-    {"a": ("no: measure it; the members' variance on 'is great great .' is a few hundredths, "
-           "so the lam that flips the order is in the tens"),
+    {"a": ("no: measure it; the members do disagree more about the hack, but their variance on "
+           "'is great great .' is a few hundredths against a mean about 2 higher, so the lam "
+           "that flips the order is in the tens"),
      "c": ("no: the mean of members trained on resampled data differs from one model's score "
            "(slightly); the question is whether the penalty flips the order"),
      "d": ("no: the members only count words, and the verb weights are small; a verb is not "
@@ -552,7 +607,8 @@ def _token_gae_explain(case, got, expected):
     if not np.allclose(g[~mask], 0):
         return "positions outside the mask got an advantage: they are not actions, leave them at 0"
 
-    def run(fin=finished, last=last_values, lam_=lam, next_from_row=False):
+    def run(fin=finished, last=last_values, lam_=lam, next_from_row=False, gamma=1.0,
+            lam_on_delta=False):
         adv = np.zeros_like(rewards)
         for b in range(len(rewards)):
             cols = np.flatnonzero(mask[b])
@@ -561,12 +617,14 @@ def _token_gae_explain(case, got, expected):
                 following = values[b, cols[-1] + 1]
             running = 0.0
             for t in cols[::-1]:
-                delta = rewards[b, t] + following - values[b, t]
-                running = delta + lam_ * running
+                delta = rewards[b, t] + gamma * following - values[b, t]
+                running = (lam_ * delta + running) if lam_on_delta else (delta + gamma * lam_ * running)
                 adv[b, t] = running
                 following = values[b, t]
         return adv
 
+    right = run()
+    whitened = np.where(mask, (right - right[mask].mean()) / right[mask].std(), 0.0)
     flat = np.zeros_like(rewards)
     running, following = 0.0, 0.0
     order = [(b, t) for b in range(len(rewards)) for t in np.flatnonzero(mask[b])]
@@ -589,6 +647,12 @@ def _token_gae_explain(case, got, expected):
          flat),
         ("those are the returns (advantage + value); return the advantages",
          np.where(mask, run() + values, 0.0)),
+        ("discounted: this exercise (like TRL's PPO) uses gamma = 1 inside a completion",
+         run(gamma=0.99)),
+        ("whitened: return the raw GAE advantages; normalising them (as PPO often does) is a "
+         "separate step of the trainer", whitened),
+        ("lam multiplies the running sum of later deltas, not the current delta: A_t = delta_t "
+         "+ lam * A_{t+1}", run(lam_on_delta=True)),
     ]
     return _first_match(g, variants)
 
