@@ -907,11 +907,12 @@ plt.show()
 
 # %% [markdown]
 # The proxy and the truth agree up to a few nats of KL, where the policy moves to the warmest
-# fluent sentences, and part ways after: past the peak, the median run buys more proxy and less
-# truth with each extra nat. Not every run does: the points of a $\beta = 0$ run marked
-# "drifted" above sit far out in KL with a proxy no higher than fluent text's (low red points
-# on the right). This is Gao et al.'s over-optimisation curve. Here the points of all three $\beta$
-# lie on the same curve: $\beta$ decided how far along it a run went, which is why you choose
+# fluent sentences, and part ways after: past the peak, each further KL bin's median has more
+# proxy and less truth. Not every run follows the medians: the points of a $\beta = 0$ run
+# marked "drifted" above sit far out in KL with a proxy no higher than fluent text's (low red
+# points on the right). This is Gao et al.'s over-optimisation curve. Here the true-quality
+# points of all three $\beta$ lie on the same curve (at 1-2 nats their medians agree, asserted
+# above): $\beta$ decided how far along it a run went, which is why you choose
 # $\beta$ by watching the KL (and the truth, when you have any), not by copying a number.
 # $\beta = 0.5$ is larger than the 0.01-0.05 typical of large models; what matters is $\beta$
 # against the reward's scale and against how sharply the reference rules out the hacks, which is
