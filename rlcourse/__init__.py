@@ -143,7 +143,8 @@ __all__ = [
     "PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
     "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples",
     # posttrain.rlhf
-    "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
+    "penalize_missing_eos", "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step",
+    "rlhf_train",
     # posttrain.rollout
     "TokenRollout", "sample_rollout", "policy_token_log_probs", "rollout_rewards",
     # posttrain.sft
