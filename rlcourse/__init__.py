@@ -90,8 +90,7 @@ __all__ = [
     # algos.sweep
     "ppo_sweep", "actor_critic_sweep",
     # algos.trainer
-    "TrainResult", "TrainingLog", "Progress", "Learner", "FlatParams", "RECENT_EPISODES", "average",
-    "standardise",
+    "TrainResult",
     # core.autodiff
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
     "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",

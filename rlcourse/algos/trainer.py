@@ -41,8 +41,9 @@ from ..core.autodiff import tree_leaves, tree_map
 from ..core.heap import keep_freed_memory
 from ..core.optim import clip_by_global_norm
 
-__all__ = ["TrainResult", "TrainingLog", "Progress", "Learner", "FlatParams", "RECENT_EPISODES",
-           "average", "standardise"]
+# The result type is public; the plumbing the trainers share (Learner, TrainingLog, Progress,
+# FlatParams, average, standardise) is imported from this module by name, not re-exported.
+__all__ = ["TrainResult"]
 
 RECENT_EPISODES = 20  # ``mean_return`` averages this many of the latest training episodes
 

@@ -163,6 +163,30 @@ class PerDecisionEstimate(NamedTuple):
     weighted: float | np.ndarray
 
 
+def _check_logged_steps(rewards, ratios, gamma, mask, **models):
+    """Checked float64 ``rewards``, ``ratios`` ``[..., n, T]``, ``gamma`` and then each model
+    array of ``models`` (same shape), with every step after an episode's end (``mask`` False)
+    made absorbing: reward 0, ratio 1, model values 0."""
+    r = as_float_array("rewards", rewards).astype(np.float64)
+    if r.ndim < 2:
+        raise ValueError(f"rewards: expected [n, T] (or [..., n, T]), got shape {r.shape}")
+    arrays = {"ratios": ratios, **models}
+    arrays = {name: as_float_array(name, x).astype(np.float64) for name, x in arrays.items()}
+    for name, x in arrays.items():
+        check_shape(name, x, r.shape, "rewards")
+    if r.shape[-2] == 0 or r.shape[-1] == 0:
+        raise ValueError(f"rewards: expected at least one episode and one step, got shape {r.shape}")
+    if (arrays["ratios"] < 0).any():
+        raise ValueError(f"ratios: expected ratios >= 0, got {arrays['ratios'].min()}")
+    gamma = check_probability("gamma", gamma)
+    if mask is not None:
+        m = as_bool_array("mask", mask)
+        check_shape("mask", m, r.shape, "rewards")
+        r = np.where(m, r, 0.0)
+        arrays = {name: np.where(m, x, 1.0 if name == "ratios" else 0.0) for name, x in arrays.items()}
+    return (r, arrays.pop("ratios"), gamma, *arrays.values())
+
+
 def per_decision_estimate(rewards, ratios, gamma: float = 1.0, mask=None) -> PerDecisionEstimate:
     """Per-decision importance sampling (Precup, Sutton & Singh 2000) from ``n`` episodes.
 
@@ -182,20 +206,7 @@ def per_decision_estimate(rewards, ratios, gamma: float = 1.0, mask=None) -> Per
     (``0.1 ** 400``) still give it rather than 0/0; if the products overflow float64 the ordinary
     estimate has no value and the function raises.
     """
-    r = as_float_array("rewards", rewards).astype(np.float64)
-    rho = as_float_array("ratios", ratios).astype(np.float64)
-    if r.ndim < 2:
-        raise ValueError(f"rewards: expected [n, T] (or [..., n, T]), got shape {r.shape}")
-    check_shape("ratios", rho, r.shape, "rewards")
-    if r.shape[-2] == 0 or r.shape[-1] == 0:
-        raise ValueError(f"rewards: expected at least one episode and one step, got shape {r.shape}")
-    if (rho < 0).any():
-        raise ValueError(f"ratios: expected ratios >= 0, got {rho.min()}")
-    gamma = check_probability("gamma", gamma)
-    if mask is not None:
-        m = as_bool_array("mask", mask)
-        check_shape("mask", m, r.shape, "rewards")
-        r, rho = np.where(m, r, 0.0), np.where(m, rho, 1.0)
+    r, rho, gamma = _check_logged_steps(rewards, ratios, gamma, mask)
     discount = gamma ** np.arange(r.shape[-1])
     with np.errstate(divide="ignore"):
         log_w = np.cumsum(np.log(rho), axis=-1)  # a ratio of 0 gives -inf: that prefix has weight 0
@@ -303,23 +314,7 @@ def stepwise_doubly_robust_estimate(rewards, ratios, q_hat, v_hat, gamma: float 
     :func:`per_decision_estimate`: after an episode's end, reward, ``q_hat`` and ``v_hat`` 0,
     ratio 1.
     """
-    r = as_float_array("rewards", rewards).astype(np.float64)
-    rho = as_float_array("ratios", ratios).astype(np.float64)
-    q = as_float_array("q_hat", q_hat).astype(np.float64)
-    v = as_float_array("v_hat", v_hat).astype(np.float64)
-    if r.ndim < 2:
-        raise ValueError(f"rewards: expected [n, T] (or [..., n, T]), got shape {r.shape}")
-    for name, x in (("ratios", rho), ("q_hat", q), ("v_hat", v)):
-        check_shape(name, x, r.shape, "rewards")
-    if r.shape[-2] == 0 or r.shape[-1] == 0:
-        raise ValueError(f"rewards: expected at least one episode and one step, got shape {r.shape}")
-    if (rho < 0).any():
-        raise ValueError(f"ratios: expected ratios >= 0, got {rho.min()}")
-    gamma = check_probability("gamma", gamma)
-    if mask is not None:
-        m = as_bool_array("mask", mask)
-        check_shape("mask", m, r.shape, "rewards")
-        r, rho, q, v = np.where(m, r, 0.0), np.where(m, rho, 1.0), np.where(m, q, 0.0), np.where(m, v, 0.0)
+    r, rho, gamma, q, v = _check_logged_steps(rewards, ratios, gamma, mask, q_hat=q_hat, v_hat=v_hat)
     discount = gamma ** np.arange(r.shape[-1])
     with np.errstate(divide="ignore"):
         log_w = np.cumsum(np.log(rho), axis=-1)  # w[i, t] in log space; -inf: weight 0

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_bool_array, as_float_array, as_int_array, check_probability, check_shape
+from ..core._checks import as_float_array, as_int_array, check_probability, check_shape
+from ..envs.tabular import check_mdp
 
 __all__ = [
     "expected_rewards",
@@ -40,40 +41,11 @@ _TIE_TOL = 1e-9
 
 
 def _check_model(P, R, terminal):
-    """Validated float64 ``P [S, A, S]``, expected rewards ``r [S, A]`` and bool ``terminal [S]``."""
-    P = as_float_array("P", P, ndim=3).astype(np.float64)
-    S, A, S2 = P.shape
-    if S != S2 or S == 0 or A == 0:
-        raise ValueError(f"P: expected shape [S, A, S] with S, A >= 1, got {P.shape}")
-    if terminal is None:
-        terminal = np.zeros(S, dtype=bool)
-    else:
-        terminal = as_bool_array("terminal", terminal)
-        check_shape("terminal", terminal, (S,), against="[S] with S from P")
-    live = ~terminal
-    if (P[live] < 0).any():
-        s, a, s2 = np.argwhere((P < 0) & live[:, None, None])[0]
-        raise ValueError(f"P: probabilities must be >= 0, got P[{s}, {a}, {s2}] = {P[s, a, s2]}")
-    sums = P.sum(axis=2)
-    off = (np.abs(sums - 1.0) > 1e-8) & live[:, None]
-    if off.any():
-        s, a = np.argwhere(off)[0]
-        raise ValueError(
-            f"P: each row P[s, a, :] of a non-terminal state must sum to 1, "
-            f"but P[{s}, {a}, :] sums to {sums[s, a]:.6g}"
-        )
-    R = as_float_array("R", R).astype(np.float64)
-    if R.shape == (S, A):
-        r = R
-    elif R.shape == P.shape:
-        r = np.einsum("ijk,ijk->ij", P, R)
-    else:
-        raise ValueError(
-            f"R: expected shape {P.shape} (R[s, a, s'], as P) or {(S, A)} "
-            f"(expected reward of (s, a)), got {R.shape}"
-        )
-    r = np.where(live[:, None], r, 0.0)
-    return P, r, terminal
+    """:func:`rlcourse.envs.check_mdp`, then the expected rewards ``r [S, A]`` (0 in terminal
+    states, whose rows are never used): float64 ``P [S, A, S]``, ``r`` and bool ``terminal [S]``."""
+    P, R, terminal = check_mdp(P, R, terminal)
+    r = np.einsum("ijk,ijk->ij", P, R) if R.shape == P.shape else R
+    return P, np.where(~terminal[:, None], r, 0.0), terminal
 
 
 def _check_gamma(gamma) -> float:
