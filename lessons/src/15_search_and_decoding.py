@@ -968,8 +968,8 @@ ax.set_xticklabels([str(k) for k in NS])
 ax.set_ylim(0, 1.02)
 ax.set_xlabel("k (candidates per prompt)")
 ax.set_ylabel("fraction of prompts answered right")
-ax.set_title("The verifier buys the accuracy: with it, k beams beat k samples; "
-             "without it, voting climbs slowly and stays below the top answer", fontsize=9)
+ax.set_title("The verifier buys the accuracy: with it, k beams beat k samples;\n"
+             "without it, voting climbs slowly towards the model's most likely answer", fontsize=9)
 handles, labels = ax.get_legend_handles_labels()
 order = [0, len(handles) - 1, *range(1, len(handles) - 1)]  # the error bars after their curve
 ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=9,
