@@ -1147,7 +1147,7 @@ assert np.all(np.diff(gold_no_bonus) > -0.005) and gold_no_bonus[-1] > gold[-1] 
 # | `ZeroDivisionError` or NaN at $T=0$ | temperature divides logits | use the argmax for greedy decoding | not shown (`rc.filter_logits` refuses $T = 0$) |
 # | best-of-n score keeps rising but answers get worse | the scorer is a proxy and $n$ over-optimises it (Gao et al., 2022) | hold out a gold evaluation; report the curve against it | the lazy grader |
 # | more samples stop helping without a verifier | majority voting converges to the model's most likely answer | a verifier, or a better model; voting only removes sampling noise | the verifier plot |
-# | pass@$k$ reported from exactly $k$ samples, or as $1 - (1 - c/n)^k$ | a noisy or biased estimate | draw $n > k$ samples and use $1 - \binom{n-c}{k}/\binom{n}{k}$ (`rc.pass_at_k`) | the verifier plot (dots) |
+# | pass@$k$ reported from exactly $k$ samples, or as $1 - (1 - c/n)^k$ | a noisy or biased estimate | draw $n > k$ samples and use $1 - \binom{n-c}{k}/\binom{n}{k}$ (`rc.pass_at_k`) | the verifier plot (dots: the unbiased estimate, on the exact curve); the plug-in's bias: `tests/test_search.py` |
 #
 # The first row, shown: with the single-agent backup on a two-player game, every win counts
 # as good, the opponent's included, so MCTS playing O happily sets up X's wins, even a
