@@ -121,7 +121,7 @@ def check_text(text: str, root: Path = ROOT) -> list[str]:
     return problems
 
 
-# Every topic of /work/shared/cheatsheet-source.md, as words a sheet covering it must contain
+# Every topic the cheat sheets must cover, as words a sheet covering it must contain
 # (case-insensitive, across all sheets).
 TOPICS = {
     "MDP and return": ["Markov property", "(\\mathcal S", "G_t"],

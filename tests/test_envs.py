@@ -24,7 +24,7 @@ from rlcourse.envs import (
 
 DATA = Path(__file__).parent / "data" / "cartpole_gymnasium.npz"
 
-# REFERENCE.md: recorded with gymnasium 1.4.0.
+# Recorded with gymnasium 1.4.0's CartPole-v1 (the same run is in tests/data/cartpole_gymnasium.npz).
 REF_START = [0.01, -0.02, 0.03, 0.04]
 REF_ACTIONS = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
 REF_OBS = [

@@ -67,6 +67,9 @@ UCT_WRONG = {
         lambda q, n, N, c=1.0: uct(q, n, N, c, lambda n, N, c: c * np.sqrt(np.log(n) / n)),
         "the parent's visit count"),
     "a list of one score": (lambda q, n, N, c=1.0: [0.0], "one score per child"),
+    "ln(N + 1)": (
+        lambda q, n, N, c=1.0: uct(q, n, N, c, lambda n, N, c: c * np.sqrt(np.log(N + 1) / n)),
+        "not ln(N + 1)"),
     "N taken as the sum of the children's visits": (
         lambda q, n, N, c=1.0: uct(q, n, np.sum(n), c,
                                    lambda n, N, c: c * np.sqrt(np.log(max(N, 1)) / n)),
@@ -136,7 +139,9 @@ def test_path_values_wrong_end_is_not_called_a_parity_mistake(capsys):
 
 
 def student_mcts(sign_flip=True, parity="converted", keep_unvisited=True, pick="visits",
-                 count_twice=False, count_root=True, log_of="parent", expand="random"):
+                 count_twice=False, count_root=True, log_of="parent", expand="random",
+                 c_used=None, bonus="uct", leaf_value=True, rollout_from="child",
+                 signs_from="leaf"):
     """A readable MCTS with one switch per typical mistake (and per legitimate variant)."""
     def search(state, legal_actions, apply, is_terminal, reward, simulations, c=1.0, seed=0):
         rng = np.random.default_rng(seed)
@@ -146,9 +151,13 @@ def student_mcts(sign_flip=True, parity="converted", keep_unvisited=True, pick="
                 self.s, self.kids, self.n, self.w = s, {}, 0, 0.0
                 self.untried = [] if is_terminal(s) else list(legal_actions(s))
 
+        cc = c if c_used is None else c_used
+
         def uct(parent, k):
             log_n = math.log(max(parent.n, 1)) if log_of == "parent" else math.log(k.n)
-            return k.w / k.n + c * math.sqrt(log_n / k.n)
+            if bonus == "sqrt ln N over n":
+                return k.w / k.n + cc * math.sqrt(log_n) / k.n
+            return k.w / k.n + cc * math.sqrt(log_n / k.n)
 
         root = N(state)
         for _ in range(simulations):
@@ -157,13 +166,19 @@ def student_mcts(sign_flip=True, parity="converted", keep_unvisited=True, pick="
                 parent = node
                 node = max(parent.kids.values(), key=lambda k: uct(parent, k))
                 path.append(node)
+            start = node.s
             if node.untried:
                 i = 0 if expand == "in order" else int(rng.integers(len(node.untried)))
                 a = node.untried.pop(i)
                 node.kids[a] = N(apply(node.s, a))
                 node = node.kids[a]
                 path.append(node)
-            s, moves = node.s, 0
+                if rollout_from == "child":
+                    start = node.s
+            else:
+                start = node.s
+            # rolling out from the parent while counting the moves as if from the child
+            s, moves = start, (-1 if rollout_from == "parent" else 0)
             while not is_terminal(s):
                 acts = legal_actions(s)
                 s = apply(s, acts[int(rng.integers(len(acts)))])
@@ -173,11 +188,15 @@ def student_mcts(sign_flip=True, parity="converted", keep_unvisited=True, pick="
                 value = -value
             elif parity == "swapped" and moves % 2 == 0:
                 value = -value
-            for nd in reversed(path):
+            if signs_from == "root":  # the root gets the leaf's value, then alternate down
+                values = [value * (-1) ** d for d in range(len(path))][::-1]
+            else:
+                values = [value * ((-1) ** d if sign_flip else 1) for d in range(len(path))]
+            for d, (nd, v) in enumerate(zip(reversed(path), values)):
                 if nd is not root or count_root:
                     nd.n += 2 if count_twice else 1
-                nd.w += value
-                value = -value if sign_flip else value
+                if d > 0 or leaf_value:
+                    nd.w += v
         visits = {a: k.n for a, k in root.kids.items()}
         if keep_unvisited:
             visits = {a: visits.get(a, 0) for a in legal_actions(state)}
@@ -208,6 +227,15 @@ def test_mcts_correct_searches_with_their_own_random_stream_pass(variant):
     (student_mcts(parity="none"), "from the wrong player's view"),
     (student_mcts(count_root=False), "the root's own visit count is never increased"),
     (student_mcts(log_of="child"), "ln takes the child's visits"),
+    # the re-review's: no exploration term, a wrong one, c ignored (each was told only "the root
+    # is never counted, or ln of the child"), and a backup that gives the leaf no value (told
+    # "without the sign flip")
+    (student_mcts(c_used=0.0), "the exploration term is missing or wrong"),
+    (student_mcts(bonus="sqrt ln N over n"), "the exploration term is missing or wrong"),
+    (student_mcts(c_used=math.sqrt(2)), "with the c passed in"),
+    (student_mcts(leaf_value=False), "the backup skips the leaf"),
+    (student_mcts(rollout_from="parent"), "Roll out from the node just expanded"),
+    (student_mcts(signs_from="root"), "the sign flips at each level from the leaf up"),
 ])
 def test_mcts_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("mcts", fn, capsys)
@@ -237,8 +265,13 @@ def test_mcts_a_correct_search_passes_whatever_its_random_stream():
 
 def test_mcts_swapped_parity_is_named_a_wrong_sign(capsys):
     out = rejected("mcts", student_mcts(parity="swapped"), capsys)
-    assert "every value has the wrong sign" in out
+    assert "the values have the wrong sign" in out
     assert "hardly explores" not in out
+
+
+def test_mcts_a_leaf_without_value_is_not_called_a_missing_sign_flip(capsys):
+    out = rejected("mcts", student_mcts(leaf_value=False), capsys)
+    assert "without the sign flip" not in out
 
 
 def test_mcts_missing_untried_actions_are_caught(capsys):
@@ -458,6 +491,10 @@ def power(visits, t, exponent):
     (lambda v, t: np.ones(2) / 2, "one probability per move"),
     (lambda v, t: power(v, t, lambda t: 1 / t) if t >= 0.01 else power(v, 0, None),
      "a small temperature is not T = 0"),
+    # the re-review's: shares of the total raised to 1 / T passed every case; at T = 0.001 on
+    # [700, 800, 500] every share underflows to 0 and 0 / 0 is NaN
+    (lambda v, t: power(np.asarray(v) / np.sum(v), t, lambda t: 1 / t) if t > 0
+     else power(v, 0, None), "Divide by the *largest* count"),
 ])
 def test_visit_policy_wrong_answers(fn, diagnosis, capsys):
     assert diagnosis in rejected("visit_policy", fn, capsys)
@@ -605,3 +642,15 @@ def test_best_first_why_wrong_answers(answer, diagnosis, capsys):
 
 def test_best_first_why_accepts_either_case():
     assert exercises.check("best_first_why", " A ", verbose=False)
+
+
+@pytest.mark.parametrize("answer", ["(a)", "a)", "A.", " (A) "])
+def test_best_first_why_accepts_brackets(answer):
+    assert exercises.check("best_first_why", answer, verbose=False)
+
+
+def test_best_first_decode_hint_does_not_answer_exercise_4():
+    """The student copy shows this hint above Exercise 4's question (why is the first complete
+    hypothesis popped the best?): it must not say why."""
+    hint = exercises.get("best_first_decode").hint
+    assert "lower" not in hint and "beats" not in hint and "<= 0" not in hint

@@ -122,7 +122,10 @@ def test_top_p_ignores_already_masked_tokens():
 
 def test_temperature_divides_logits_and_sharpens_below_one():
     logits = np.array([1.0, 2.0, 0.5])
-    np.testing.assert_allclose(rc.filter_logits(logits, temperature=0.5), logits / 0.5)
+    # the logits divided by T, up to a shift of each row (which changes no probability)
+    out = rc.filter_logits(logits, temperature=0.5)
+    np.testing.assert_allclose(out - out.max(), (logits - logits.max()) / 0.5)
+    np.testing.assert_allclose(softmax(out), softmax(logits / 0.5))
 
     def entropy(t):
         p = softmax(rc.filter_logits(logits, temperature=t))
@@ -143,6 +146,22 @@ def test_a_tiny_temperature_is_the_greedy_limit_not_nan(t):
     np.testing.assert_allclose(probs, [[0, 0.5, 0, 0.5], [0, 0, 1, 0]], atol=1e-12)
     draws = rc.sample_token(np.tile(logits[1], (50, 1)), np.random.default_rng(0), temperature=t)
     assert (draws == 2).all()
+
+
+@pytest.mark.parametrize("t", [1e-300, 1e-310, 5e-324])
+def test_a_tiny_temperature_on_all_negative_logits_is_still_the_greedy_limit(t):
+    """[-2, -1] / 1e-310 overflows to [-inf, -inf], a row with no distribution: sampling then
+    hit NaN and returned token 0, not the argmax 1 (re-review F8). The row's maximum is shifted
+    to 0 before dividing, so the argmax keeps all the mass."""
+    out = rc.filter_logits([-2.0, -1.0], temperature=t)
+    assert out[1] == 0.0 and out[0] < -1e299  # -inf, or -1e300 at T = 1e-300
+    np.testing.assert_allclose(softmax(out), [0.0, 1.0])
+    with np.errstate(invalid="raise", divide="raise"):  # no NaN on the way
+        draws = [rc.sample_token([-2.0, -1.0], np.random.default_rng(s), temperature=t)
+                 for s in range(20)]
+    assert draws == [1] * 20
+    batch = rc.sample_token([[-2.0, -1.0], [-5.0, -7.0]], np.random.default_rng(0), temperature=t)
+    assert batch.tolist() == [1, 0]
 
 
 def test_filters_compose_temperature_then_top_k_then_top_p():

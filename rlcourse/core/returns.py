@@ -1,6 +1,6 @@
 """Discounted returns, n-step returns and generalised advantage estimation (GAE).
 
-Time semantics shared by every function here (DESIGN.md, "Terminal vs truncation"):
+Time semantics shared by every function here (docs/architecture.md, "Conventions"):
 
 - ``rewards[t]`` is the reward of the transition taken at step ``t``.
 - ``terminated[t]``: the step ended the episode in a terminal state, whose value is 0 by

@@ -69,7 +69,8 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
     ``temperature`` divides the logits: below 1 it sharpens the distribution towards the
     argmax, above 1 it flattens it. It must be > 0 (greedy decoding is ``argmax``, or
     ``top_k=1`` when there are no ties). Top-p is applied to the already tempered and
-    top-k-filtered distribution. Returns float logits of the input's shape.
+    top-k-filtered distribution. Returns float logits of the input's shape, each row shifted
+    so that its maximum is 0 (which changes no probability).
     """
     x = _check_logits(logits)
     temperature = float(temperature)
@@ -78,14 +79,12 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
             f"temperature: expected a finite number > 0, got {temperature} "
             "(for greedy decoding take the argmax of the logits)"
         )
+    # shift each row's maximum to 0 first (softmax does not change): a tiny temperature then
+    # sends the most likely tokens to 0 and the others to -inf, the T -> 0 limit. Dividing the
+    # raw logits would overflow: to +inf for positive logits, and for all-negative ones to an
+    # all -inf row, which has no distribution at all.
     with np.errstate(over="ignore"):
-        scaled = x / temperature
-    if np.isposinf(scaled).any():
-        # a tiny temperature overflows: shift each row's maximum to 0 first (softmax does not
-        # change), so the most likely tokens stay at 0 and the others go to -inf, the T -> 0 limit
-        with np.errstate(over="ignore"):
-            scaled = (x - x.max(axis=-1, keepdims=True)) / temperature
-    x = scaled
+        x = (x - x.max(axis=-1, keepdims=True)) / temperature
     if top_k is not None:
         x = top_k_filter(x, top_k)
     if top_p is not None:

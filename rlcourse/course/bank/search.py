@@ -77,6 +77,8 @@ def _uct_explain(case: Case, got, expected) -> str | None:
             qs + np.sqrt(c * ln / ns),
         "divide by the child's visits n, not n + 1 (that is PUCT's denominator)":
             qs + c * np.sqrt(ln / (ns + 1)),
+        "use ln N, not ln(N + 1): N is the parent's visit count itself":
+            qs + c * np.sqrt(math.log(float(parent) + 1.0) / ns),
         "N in ln N is the parent's visit count, the same for every child, not the child's own":
             qs + c * np.sqrt(np.log(ns) / ns),
         "use the parent_visits you are given for N, not the sum of the children's visits: "
@@ -282,6 +284,26 @@ _TWO_MOVES = (
 )
 
 
+# A one-move game: move 0 wins (1.0 for the player who makes it), move 1 gives 0.0. Every node
+# below the root is a leaf, so only the value the backup gives the leaf itself tells them apart.
+_ONE_MOVE = (
+    lambda s: [0, 1],
+    lambda s, a: s + (a,),
+    lambda s: len(s) == 1,
+    lambda s: 1.0 if s == (0,) else 0.0,
+)
+
+
+def _share_of_first(result):
+    """The share of move 0 in a reader's ``(action, visits)``, or None if it is malformed."""
+    visits = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    try:
+        total = float(sum(visits.values()))
+        return float(visits.get(0, 0)) / total if total > 0 else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def _most_visited(result):
     """The most visited move of a reader's ``(action, visits)``, or None if it is malformed."""
     visits = result[1] if isinstance(result, tuple) and len(result) == 2 else None
@@ -296,10 +318,14 @@ def _mcts_call(fn, *args, **kwargs):
     not the returned ones, which may be the mistake). In the two-move game every search that
     flips the sign visits 1 most (100 of 100 random streams, with or without the mistakes that
     only hurt exploration), and every search without the flip visits 0 most. Where X can win at
-    once (cell 2), a search whose values all have the wrong sign avoids the win."""
+    once (cell 2), a search whose values all have the wrong sign avoids the win. In the one-move
+    game a correct search gives the winning move 0 most of its visits (more than 90% at c = 1,
+    100 simulations); a search whose leaf gets no value, or whose rollout starts from the parent,
+    splits them about evenly; one with the leaf's sign wrong gives 0 the fewest."""
     result = fn(*args, **kwargs)
     probes = (_most_visited(fn((), *_TWO_MOVES, 400, c=1.0, seed=7)),
-              _most_visited(fn(_after([0, 3, 1, 4]), *_FNS, 200, c=2.0, seed=7)))
+              _most_visited(fn(_after([0, 3, 1, 4]), *_FNS, 200, c=2.0, seed=7)),
+              _share_of_first(fn((), *_ONE_MOVE, 100, c=1.0, seed=7)))
     return result, probes
 
 
@@ -373,20 +399,32 @@ def _variant_shares(state, simulations, c, seeds=range(4), parity=True) -> np.nd
 
 
 def _mcts_explain(case: Case, got, expected) -> str | None:
-    (got, (two_move, win_now)), info = got, expected[0].info
+    (got, (two_move, win_now, one_move)), info = got, expected[0].info
     if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict)) or \
             sorted(got[1]) != sorted(info["legal"]):
         return None  # compare's message says what is malformed
+    wrong_sign = ("the values have the wrong sign, on every path or on some. Roll out from the "
+                  "node just expanded (not from its parent); the leaf's value must be the "
+                  "outcome for the player who moved into the leaf: reward(s) is for "
+                  "whoever made the rollout's last move, the same player after an even number "
+                  "of rollout moves (zero included); then the sign flips at each level from the "
+                  "leaf up, not from the root down")
+    if one_move is not None and one_move < 0.35:
+        return (f"your search avoids a move that wins at once (in a one-move game where move 0 "
+                f"wins, it gives 0 only {one_move:.0%} of its visits): " + wrong_sign)
+    if one_move is not None and one_move <= 0.65:
+        return (f"your search cannot tell a winning move from a losing one even when the move "
+                f"ends the game (in a one-move game where move 0 wins and 1 loses, it gives 0 "
+                f"{one_move:.0%} of its visits): the value never reaches the node just expanded. "
+                "Either the backup skips the leaf (every node on the path, the leaf included, "
+                "gets a value), or the rollout starts from the parent instead of the new child")
     if two_move == 0:  # in the two-move game only a search without the sign flip prefers 0
         return ("your search plays like one *without the sign flip* (in the two-move game it "
                 "visits 0 most, where the opponent then takes 1.0): your backup adds the opponent's "
                 "wins as if they were yours, so the search helps the opponent")
     if win_now is not None and win_now != 2:
         return ("your search avoids its own wins (where X can win at once at 2, it visits "
-                f"{win_now} most): every value has the wrong sign. The leaf's value must be the "
-                "outcome for the player who moved into the leaf: reward(s) is for whoever made "
-                "the rollout's last move, the same player after an even number of rollout moves "
-                "(zero included)")
+                f"{win_now} most): " + wrong_sign)
     if "tv_limit" not in info:
         return None
     action, visits = got
@@ -402,8 +440,10 @@ def _mcts_explain(case: Case, got, expected) -> str | None:
     if tv_ref > info["tv_limit"]:
         return (f"your search hardly explores: {max(share):.0%} of the visits went to one move "
                 f"(a correct search gives it {info['shares'][int(np.argmax(share))]:.0%}). The "
-                "usual causes: the root's own visit count is never increased, so ln N stays 0 "
-                "at the root; or ln takes the child's visits instead of the parent's N")
+                "usual causes: the exploration term is missing or wrong (it is c * sqrt(ln N / n), "
+                "with the c passed in, not 0 or a constant of your own, and the square root "
+                "over the whole ratio); the root's own visit count is never increased, so ln N "
+                "stays 0 at the root; or ln takes the child's visits instead of the parent's N")
     return None
 
 
@@ -762,6 +802,9 @@ def _visit_cases() -> list[Case]:
         Case("T = 0 plays the most visited", ([5, 80, 15], 0.0)),
         Case("T = 0 splits ties evenly", ([40, 10, 40, 10], 0.0)),
         Case("a small T on large counts", ([700, 800, 500], 0.002)),
+        # (500 / 2000) ** 1000 underflows to 0: dividing by the total, not the largest count,
+        # gives 0 / 0 here (700 / 2000 and 800 / 2000 underflow too)
+        Case("T = 0.001 on counts in the hundreds", ([700, 800, 500], 0.001)),
         # (799/800)^(1/0.005) = 0.78: a small T on nearly tied counts is far from T = 0
         Case("a small T on nearly tied counts", ([799, 800, 100], 0.005)),
     ]
@@ -776,6 +819,14 @@ def _visit_explain(case: Case, got, expected) -> str | None:
     if got.shape != n.shape:
         return f"return one probability per move: shape {n.shape}, got {got.shape}"
     if not np.isfinite(got).all():
+        if t > 0:
+            with np.errstate(all="ignore"):
+                by_total = (n / n.sum()) ** (1.0 / t)
+            if not np.isfinite(by_total / by_total.sum()).all():
+                return ("your probabilities are not finite: for a small T even the shares "
+                        "N / sum(N) underflow to 0 when raised to the power 1 / T, and 0 / 0 is "
+                        "NaN. Divide by the *largest* count before the power: the most visited "
+                        "move then has weight exactly 1 (or work with T-scaled log counts)")
         return ("your probabilities are not finite: at T = 0 take the limit (the most visited "
                 "moves), and for a small T scale the counts by the largest one before the power")
     if not np.isclose(got.sum(), 1.0):
@@ -1100,7 +1151,8 @@ _BEST_FIRST_WHY = {
 
 
 def _letter(got):
-    return got.strip().lower() if isinstance(got, str) else None
+    """The letter of a multiple-choice answer: 'a', ' A ', '(a)', 'a)' and 'a.' are all 'a'."""
+    return got.strip().strip("().").strip().lower() if isinstance(got, str) else None
 
 
 register(
@@ -1110,7 +1162,8 @@ register(
     compare=lambda got, expected: None if _letter(got) == expected else f"not {got!r}",
     explain=lambda case, got, expected: _BEST_FIRST_WHY.get(
         _letter(got), "answer with one of the letters 'a', 'b' or 'c'"),
-    hint="what can an extension do to a hypothesis' score, when every log-probability is <= 0?",
+    hint="compare the complete hypothesis you pop with every hypothesis still in the queue: "
+         "what can extending one of them do to its score?",
 )
 
 
@@ -1120,6 +1173,6 @@ register(
     cases=_best_first_cases,
     compare=_best_first_compare,
     explain=_best_first_explain,
-    hint="a priority queue ordered by score: pop the best partial hypothesis; if it is "
-         "complete it beats everything left, since extending can only lower a score",
+    hint="a priority queue ordered by score: pop the best hypothesis; stop if it is complete, "
+         "else push each of its extensions with its new score",
 )
