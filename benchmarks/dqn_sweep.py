@@ -55,40 +55,11 @@ def fresh_score(params) -> np.ndarray:
                        seed=FRESH_SEED).returns
 
 
-class RecordingEnv:
-    """Forwards to ``env`` and keeps the last ``PROBE`` observations it returned."""
-
-    def __init__(self, env):
-        self.env = env
-        self.n, self.num_actions = env.n, env.num_actions
-        self.observation_shape = env.observation_shape
-        self.recent = np.zeros((PROBE, *env.observation_shape), dtype=np.float32)
-        self.count = 0
-
-    def _keep(self, obs):
-        for row in np.asarray(obs):
-            self.recent[self.count % PROBE] = row
-            self.count += 1
-
-    def reset(self, seed=None):
-        obs = self.env.reset(seed=seed)
-        self._keep(obs)
-        return obs
-
-    def step(self, actions):
-        out = self.env.step(actions)
-        self._keep(out.obs)
-        return out
-
-    def states(self):
-        return self.recent[:min(self.count, PROBE)]
-
-
 def run(seed: int, steps: int, settings: dict, net: list[int], diag: bool,
         dense_from: int | None = None) -> dict:
     env = rc.CartPole()
     if diag:
-        env = RecordingEnv(env)
+        env = rc.RecentStates(env, keep=PROBE)
     gamma = settings.get("gamma", 0.99)
     record = defaultdict(list)
     state = {"prev": None, "cb": 0.0, "cb_cpu": 0.0}
@@ -141,7 +112,7 @@ def run(seed: int, steps: int, settings: dict, net: list[int], diag: bool,
     if diag:
         out["phase"] = record["phase"]
         out["over"] = record["over"]
-        final_states = env.states()[rng.choice(min(env.count, PROBE), 100, replace=False)]
+        final_states = env.states()[rng.choice(len(env.states()), 100, replace=False)]
         returns = dd.greedy_discounted_returns(rollout_env, q_net, result.params, final_states, gamma)
         q_final = np.asarray(q_net(result.params, final_states), dtype=np.float64)
         out["over_final"] = (float(q_final.max(axis=1).mean()), float(returns.mean()))

@@ -75,7 +75,7 @@ __all__ = [
     "ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
     # algos.dqn_diagnostics
     "action_gap", "relative_change", "greedy_flips", "value_ceiling", "overestimation",
-    "greedy_discounted_returns",
+    "greedy_discounted_returns", "RecentStates",
     # algos.evaluate
     "EvalResult", "evaluate", "greedy_policy", "Checkpoints",
     # algos.models

@@ -96,3 +96,20 @@ def test_greedy_discounted_returns_bad_input():
     with pytest.raises(ValueError, match="states"):
         dd.greedy_discounted_returns(rc.CartPole(n=3, max_steps=None), _always_right, None,
                                      states, 0.9)
+
+
+def test_recent_states_keeps_the_last_observations_and_changes_nothing():
+    env, plain = rc.RecentStates(rc.CartPole(n=3, seed=0), keep=5), rc.CartPole(n=3, seed=0)
+    seen = [env.reset(seed=1)]
+    np.testing.assert_array_equal(seen[0], plain.reset(seed=1))
+    assert env.n == 3 and env.num_actions == 2 and len(env.states()) == 3
+    for t in range(4):
+        out, ref = env.step(np.array([0, 1, t % 2])), plain.step(np.array([0, 1, t % 2]))
+        np.testing.assert_array_equal(out.obs, ref.obs)
+        seen.append(out.obs)
+    last5 = np.concatenate(seen)[-5:]
+    kept = env.states()
+    assert kept.shape == (5, 4)
+    assert sorted(map(tuple, kept.tolist())) == sorted(map(tuple, last5.tolist()))
+    with pytest.raises(ValueError, match="keep"):
+        rc.RecentStates(rc.CartPole(), keep=0)

@@ -1,5 +1,6 @@
 """Bradley-Terry, DPO, IPO and GRPO advantages against hand-computed values from the formulas
-(as the DPO and IPO papers and TRL state them), their gradients against finite differences, their invariants and their errors."""
+(as the DPO and IPO papers and TRL state them), their gradients against finite differences, their
+invariants and their errors."""
 
 import math
 

@@ -5,6 +5,9 @@ All functions but :func:`greedy_discounted_returns` are pure functions of Q-valu
 ``q [N, A]`` (``N`` states, ``A`` actions), e.g. ``np.asarray(model(params, states))``. Call
 them from ``rc.dqn``'s ``callback(info)`` on a fixed set of states to follow them over training.
 
+:class:`RecentStates` wraps the training environment and keeps the last observations it
+returned: the states the run is visiting now, on which to measure the gap and the change.
+
 Reading them:
 
 - the **action gap** ``max_a Q(s, a) - second-best Q(s, a)`` is all the greedy policy depends
@@ -31,6 +34,7 @@ __all__ = [
     "value_ceiling",
     "overestimation",
     "greedy_discounted_returns",
+    "RecentStates",
 ]
 
 
@@ -134,3 +138,47 @@ def greedy_discounted_returns(env, model, params, states, gamma: float, horizon:
             break
         obs = out.obs
     return total
+
+
+class RecentStates:
+    """A vector environment that remembers the last ``keep`` observations it returned.
+
+    Wrap the training env with it (``env = RecentStates(rc.CartPole())``) and read
+    :meth:`states` in a trainer's callback: ``[k, ...]`` with ``k = min(keep, seen)``, in no
+    particular order, the states the run visited most recently (first observations of new
+    episodes included). Everything else is forwarded to the wrapped env unchanged, so training
+    is bit-identical with or without the wrapper.
+    """
+
+    def __init__(self, env, keep: int = 1_000):
+        self.env = env
+        self.keep = int(keep)
+        if self.keep < 1:
+            raise ValueError(f"keep: expected a positive integer, got {keep!r}")
+        self._recent = np.zeros((self.keep, *env.observation_shape), dtype=np.float32)
+        self._count = 0
+
+    def __getattr__(self, name):  # n, num_actions, observation_shape, episode_returns, ...
+        return getattr(self.env, name)
+
+    def _remember(self, obs) -> None:
+        obs = np.asarray(obs)
+        seen = len(obs)
+        obs = obs[-self.keep:]  # of more than ``keep`` at once, only the last ``keep`` stay
+        rows = (self._count + seen - len(obs) + np.arange(len(obs))) % self.keep
+        self._recent[rows] = obs
+        self._count += seen
+
+    def reset(self, seed=None):
+        obs = self.env.reset(seed=seed)
+        self._remember(obs)
+        return obs
+
+    def step(self, actions):
+        out = self.env.step(actions)
+        self._remember(out.obs)
+        return out
+
+    def states(self) -> np.ndarray:
+        """The last ``min(keep, seen)`` observations, ``[k, ...]`` (a copy)."""
+        return self._recent[:min(self._count, self.keep)].copy()

@@ -1,18 +1,28 @@
 """REINFORCE (Williams, 1992): the Monte Carlo policy gradient, with reward-to-go and a baseline.
 
-The policy-gradient theorem gives ``grad J = E[ sum_t grad log pi(a_t | s_t) * Psi_t ]`` for any
-weight ``Psi_t`` whose expectation given ``(s_t, a_t)`` is the return from ``t`` minus anything
-that does not depend on ``a_t``. Three choices, from worst to best variance:
+The objective is the discounted return from the start, ``J = E[G_0]`` with
+``G_0 = sum_t gamma^t r_t``. The likelihood-ratio identity gives
+``grad J = E[G_0 * sum_t grad log pi(a_t | s_t)]``. A reward earned before ``t`` does not depend
+on ``a_t``, so its terms have mean 0 and can be dropped, which leaves
+``grad J = E[sum_t grad log pi(a_t | s_t) * gamma^t * G_t]`` with the reward-to-go
+``G_t = sum_{k >= t} gamma^(k-t) r_k``; and anything ``b_t`` that does not depend on ``a_t`` may
+be subtracted from ``G_t``. The weight ``Psi_t`` of each step's score:
 
-- the whole episode's return ``G_0`` (``reward_to_go=False``): rewards that came *before* ``a_t``
-  are in the weight, though ``a_t`` cannot have caused them; they add noise, not bias;
-- the reward-to-go ``G_t = sum_{k >= t} gamma^(k-t) r_k`` (``reward_to_go=True``);
-- ``G_t - b_t`` with a baseline (``baseline=True``).
+- the whole return ``G_0`` on every step (``reward_to_go=False``): unbiased, the noisiest;
+- ``gamma^t G_t`` (``reward_to_go=True, discount_steps=True``): unbiased, as in Sutton & Barto's
+  REINFORCE (section 13.3);
+- ``G_t`` (``reward_to_go=True``, the default): what deep-RL code usually does. It leaves out
+  ``gamma^t``, so for ``gamma < 1`` it is *not* an unbiased estimate of ``grad J``: it weights a
+  late step as much as an early one (as if every visited state were a start state). With
+  ``gamma = 1`` the two coincide;
+- any of these minus a baseline (``baseline=...``).
 
-The baseline here needs no critic: ``b_t`` for episode ``i`` is the mean of the other episodes'
-weights at the same time step ``t`` (leave-one-out, among the batch's episodes still running
-at ``t``). It depends on ``t`` -- CartPole's return-to-go falls as the episode goes on -- but not
-on episode ``i``'s own actions, so it keeps the gradient exactly unbiased.
+Two baselines. ``"leave_one_out"`` (``True``) needs no critic: ``b_t`` for episode ``i`` is the
+mean of the other episodes' weights at the same time step ``t`` (among the batch's episodes
+still running at ``t``). It depends on ``t`` -- CartPole's return-to-go falls as the episode goes
+on -- but not on episode ``i``'s own actions, so it keeps the estimate's mean. ``"value"``: a
+learned state value ``V(s_t)`` (a critic), fitted by regression on the returns ``G_t`` of
+earlier batches; the weights use the critic as it was *before* it saw this batch.
 
 Episodes are stored as columns: ``[T, N]`` arrays where column ``i`` is episode ``i`` from
 row 0 and ``mask[t, i]`` says whether step ``t`` belongs to it (rows past its end are padding).
@@ -58,23 +68,53 @@ def _check_episode_batch(rewards, mask):
     return rewards, mask
 
 
+def _baseline_kind(baseline) -> str | None:
+    """``baseline`` as one of None, ``"leave_one_out"``, ``"value"`` (True means leave-one-out)."""
+    if baseline is None or baseline is False:
+        return None
+    if baseline is True or baseline == "leave_one_out":
+        return "leave_one_out"
+    if baseline == "value":
+        return "value"
+    raise ValueError(f"baseline: expected True/'leave_one_out', 'value', or False/None, got {baseline!r}")
+
+
 def reinforce_weights(rewards, mask, gamma: float = 0.99, reward_to_go: bool = True,
-                      baseline: bool = True) -> np.ndarray:
+                      baseline=True, discount_steps: bool = False, values=None) -> np.ndarray:
     """The weight ``Psi[t, i]`` of ``grad log pi(a_t | s_t)`` for each step of each episode.
 
     ``rewards [T, N]`` and ``mask [T, N]``: column ``i`` is one episode from row 0, ``mask``
     True on its steps. ``reward_to_go`` chooses ``G_t`` (else ``G_0`` on every step);
-    ``baseline`` subtracts the leave-one-out mean of the other episodes' weights at the same
-    ``t`` (0 where no other episode is running at ``t``). Padding rows get weight 0.
+    ``discount_steps`` multiplies step ``t``'s weight by ``gamma**t`` (with ``reward_to_go``:
+    ``gamma^t G_t``, the unbiased estimate of the discounted objective's gradient; plain
+    ``G_t`` is biased for ``gamma < 1``, see the module docstring). ``baseline``: True or
+    ``"leave_one_out"`` subtracts the mean of the other episodes' weights at the same ``t`` (0
+    where no other episode is running at ``t``); ``"value"`` subtracts ``values [T, N]``, a
+    critic's ``V(s_t)`` (times ``gamma**t`` with ``discount_steps``); False/None subtracts
+    nothing. Padding rows get weight 0.
     """
     rewards, mask = _check_episode_batch(rewards, mask)
     gamma = check_probability("gamma", gamma)
+    kind = _baseline_kind(baseline)
+    if discount_steps and not reward_to_go:
+        raise ValueError("discount_steps: gamma^t multiplies the reward-to-go G_t; the whole "
+                         "return G_0 (reward_to_go=False) is already unbiased without it")
     last_step = mask & ~np.vstack([mask[1:], np.zeros((1, mask.shape[1]), dtype=bool)])
     returns = discounted_returns(np.where(mask, rewards, 0.0).astype(np.float64), last_step,
                                  np.zeros_like(mask), gamma)
     weights = returns if reward_to_go else np.broadcast_to(returns[0], returns.shape).copy()
+    if kind == "value":
+        if values is None:
+            raise ValueError("values: baseline='value' needs the critic's values [T, N]")
+        values = as_float_array("values", values, ndim=2)
+        check_shape("values", values, rewards.shape, against="rewards")
+        weights = weights - np.where(mask, values, 0.0)
+    elif values is not None:
+        raise ValueError(f"values: only used with baseline='value', got baseline={baseline!r}")
+    if discount_steps:
+        weights = weights * gamma ** np.arange(len(weights), dtype=np.float64)[:, None]
     weights = np.where(mask, weights, 0.0)
-    if baseline:
+    if kind == "leave_one_out":
         count = mask.sum(axis=1, keepdims=True)
         total = weights.sum(axis=1, keepdims=True)
         others = count - mask
@@ -151,6 +191,9 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
                      max_steps: int = 100_000):
     """Run every copy of ``env`` until each has finished one episode; sample from softmax logits.
 
+    ``model(params, obs)`` returns logits ``[n, A]`` (or ``(logits, values)``: the values are
+    ignored here).
+
     Returns ``(obs [T, n, ...], actions [T, n], rewards [T, n], mask [T, n], next_obs)`` with
     episodes as columns (see the module docstring) and ``next_obs`` the observation to continue
     from. Starts from ``obs`` if given (each copy must be at an episode start), else from
@@ -170,7 +213,7 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
             raise RuntimeError(f"collect_episodes: {int(running.sum())} of {n} episodes had not "
                                f"ended after max_steps={max_steps} steps; give the environment a "
                                "time limit (e.g. max_steps=...) or raise max_steps")
-        actions = categorical_sample(model(params, obs), rng)
+        actions = categorical_sample(_logits(model(params, obs)), rng)
         step = env.step(actions)
         all_obs.append(obs)
         all_actions.append(actions)
@@ -183,13 +226,24 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
             env.reset())
 
 
+def _logits(out):
+    """The logits of a model's output: the output itself, or the first of ``(logits, values)``."""
+    return out[0] if isinstance(out, tuple) else out
+
+
 def _loss(params, model, obs, actions, weights, episodes):
-    return reinforce_loss(model(params, obs), actions, weights) * (1.0 / episodes)
+    return reinforce_loss(_logits(model(params, obs)), actions, weights) * (1.0 / episodes)
+
+
+def _value_loss(params, model, obs, returns):
+    values = model(params, obs)[1]
+    return 0.5 * ad.mean(ad.square(values - returns))
 
 
 @single_thread_blas()
 def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: float = 0.99,
-              baseline: bool = True, reward_to_go: bool = True, max_grad_norm: float | None = None,
+              baseline=True, reward_to_go: bool = True, discount_steps: bool = False,
+              value_lr: float = 1e-2, value_steps: int = 10, max_grad_norm: float | None = None,
               opt=None, dtype=np.float32, seed: int = 0, callback=None,
               progress: bool | None = None):
     """Train ``model(params, obs) -> logits [n, A]`` with REINFORCE on a vector env.
@@ -202,8 +256,14 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
             after the update in which ``total_steps`` is reached.
         lr: Adam's learning rate (ignored when ``opt`` is given).
         gamma: discount of the returns that weight the log-probabilities.
-        baseline: subtract the leave-one-out baseline of :func:`reinforce_weights`.
+        baseline: True or ``"leave_one_out"``: the leave-one-out baseline of
+            :func:`reinforce_weights`; ``"value"``: a learned critic (see below); False/None:
+            none.
         reward_to_go: weight step ``t`` by ``G_t`` (else by the whole return ``G_0``).
+        discount_steps: multiply step ``t``'s weight by ``gamma**t`` (unbiased for the
+            discounted objective; the default leaves it out, as most code does).
+        value_lr, value_steps: with ``baseline="value"``, the critic's own Adam learning rate
+            and how many full-batch steps it takes on each batch.
         max_grad_norm: clip the global gradient norm to this (None: no clipping).
         opt, dtype, seed, callback, progress: as in the trainer contract (default ``opt``:
             ``Adam(lr)``).
@@ -212,42 +272,90 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     :func:`reinforce_weights`. Copies that finish early keep stepping until the last one is
     done; those steps belong to their next episodes, are discarded and are not counted. The
     result's history holds ``loss`` and ``grad_norm`` (before clipping) per update.
+
+    With ``baseline="value"`` the model returns ``(logits [n, A], values [n])`` and ``params``
+    is ``{"actor": ..., "critic": ...}`` with no shared parameters (as
+    :func:`~rlcourse.make_actor_critic` builds). Each batch is weighted with the critic as it
+    was before the batch (so a step's baseline never saw that step's own return); then the
+    critic takes ``value_steps`` Adam steps on ``0.5 * mean (V(s_t) - G_t)^2``. The history
+    adds ``value_loss``: that error on the batch *before* the critic learned from it.
     """
     settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
     if not callable(model):
         raise TypeError(f"model: expected a function (params, obs) -> logits, got {type(model).__name__}")
-    learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
+    critic_baseline = _baseline_kind(baseline) == "value"
+    if critic_baseline:
+        if not isinstance(params, dict) or set(params) != {"actor", "critic"}:
+            got = sorted(params) if isinstance(params, dict) else type(params).__name__
+            raise ValueError(f"params: baseline='value' needs {{'actor': ..., 'critic': ...}} "
+                             f"(e.g. rc.make_actor_critic), got {got}")
+        learner = Learner(params["actor"], opt or Adam(lr), dtype, max_grad_norm)
+        critic = Learner(params["critic"], Adam(value_lr), dtype, max_grad_norm)
+        current = {"actor": learner.params, "critic": critic.params}
+        value_grad_fn = ad.value_and_grad(_value_loss)
+    else:
+        learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
+        current = learner.params
     rng = agent_rng(seed)
     n = env.n
     log = TrainingLog(env, "reinforce", total_steps, progress, callback, settings)
     grad_fn = ad.value_and_grad(_loss)
     obs = env.reset(seed=seed)
-    logits = model(learner.params, obs)
-    if isinstance(logits, tuple) or np.shape(logits) != (n, env.num_actions):
-        got = "a tuple" if isinstance(logits, tuple) else f"shape {np.shape(logits)}"
-        raise ValueError(f"model: expected logits of shape {(n, env.num_actions)} ([n, num_actions]), "
-                         f"got {got}; REINFORCE's model returns logits only")
+    _check_model_output(model(current, obs), n, env.num_actions, critic_baseline)
     while log.steps < total_steps:
-        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, learner.params, rng, obs)
+        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, current, rng, obs)
         log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))
-        weights = reinforce_weights(b_rewards, mask, gamma, reward_to_go, baseline)
-        loss, grads = grad_fn(learner.params, model, b_obs[mask].astype(dtype, copy=False),
-                              b_actions[mask], weights[mask].astype(dtype), n)
-        grad_norm = learner.step(grads)
-        if not log.end_update(learner.params, last=log.steps >= total_steps, loss=loss,
-                              grad_norm=grad_norm):
+        steps_obs = b_obs[mask].astype(dtype, copy=False)
+        values, diagnostics = None, {}
+        if critic_baseline:
+            values = np.zeros(mask.shape)
+            values[mask] = np.asarray(model(current, steps_obs)[1])
+        weights = reinforce_weights(b_rewards, mask, gamma, reward_to_go, baseline, discount_steps,
+                                    values)
+        loss, grads = grad_fn(current, model, steps_obs, b_actions[mask],
+                              weights[mask].astype(dtype), n)
+        grad_norm = learner.step(grads["actor"] if critic_baseline else grads)
+        if critic_baseline:
+            returns = reinforce_weights(b_rewards, mask, gamma, True, False)[mask].astype(dtype)
+            for k in range(value_steps):
+                value_loss, value_grads = value_grad_fn(current, model, steps_obs, returns)
+                critic.step(value_grads["critic"])
+                if k == 0:
+                    diagnostics["value_loss"] = float(value_loss)
+        if not log.end_update(current, last=log.steps >= total_steps, loss=loss,
+                              grad_norm=grad_norm, **diagnostics):
             break
-    return log.result(learner.params)
+    return log.result(current)
+
+
+def _check_model_output(out, n: int, num_actions: int, critic_baseline: bool) -> None:
+    if critic_baseline:
+        if not (isinstance(out, tuple) and len(out) == 2 and np.shape(out[0]) == (n, num_actions)
+                and np.shape(out[1]) == (n,)):
+            raise ValueError(f"model: baseline='value' needs (logits [n, A], values [n]) = shapes "
+                             f"{(n, num_actions)} and {(n,)}")
+        return
+    if isinstance(out, tuple) or np.shape(out) != (n, num_actions):
+        got = "a tuple" if isinstance(out, tuple) else f"shape {np.shape(out)}"
+        raise ValueError(f"model: expected logits of shape {(n, num_actions)} ([n, num_actions]), "
+                         f"got {got}; REINFORCE's model returns logits only (or (logits, values) "
+                         "with baseline='value')")
 
 
 _NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
 
 
-def _checked_settings(total_steps, lr, gamma, baseline, reward_to_go, max_grad_norm, dtype,
-                      seed) -> dict:
+def _checked_settings(total_steps, lr, gamma, baseline, reward_to_go, discount_steps, value_lr,
+                      value_steps, max_grad_norm, dtype, seed) -> dict:
     """``reinforce``'s arguments, each checked once, as the ``settings`` of its result."""
     check_count("total_steps", total_steps)
     check_probability("gamma", gamma)
+    _baseline_kind(baseline)
+    check_count("value_steps", value_steps, low=0)
+    if discount_steps and not reward_to_go:
+        raise ValueError("discount_steps: gamma^t multiplies the reward-to-go G_t; the whole "
+                         "return G_0 (reward_to_go=False) is already unbiased without it")
     return dict(total_steps=total_steps, lr=lr, gamma=gamma, baseline=baseline,
-                reward_to_go=reward_to_go, max_grad_norm=max_grad_norm,
+                reward_to_go=reward_to_go, discount_steps=discount_steps, value_lr=value_lr,
+                value_steps=value_steps, max_grad_norm=max_grad_norm,
                 dtype=np.dtype(dtype).name, seed=seed)

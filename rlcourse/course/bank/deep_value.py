@@ -1,60 +1,565 @@
-"""Exercises of lessons 07-08: DQN targets, soft updates, the epsilon schedule, the deadly
-triad's stable range, the reward-to-go, the softmax score, a bandit's policy gradient, the
-leave-one-out baseline and the short corridor's episode gradient.
+"""Exercises of lessons 07-08.
+
+Lesson 07 (DQN). Build it: ``dqn_targets``, ``huber``, ``ring_write`` (the replay buffer's
+index arithmetic), ``action_gap`` and ``relative_change`` (the diagnostics). Exercises:
+``soft_update`` and ``soft_update_progress`` (Polyak targets), ``n_step_dqn_targets``,
+``stable_gamma_range`` and ``triad_overshoot_why`` (the deadly triad's two ways to diverge).
+
+Lesson 08 (REINFORCE). Build it: ``softmax_score``, ``reward_to_go``, ``episode_gradients``
+(a linear-softmax policy's per-episode estimate) and ``leave_one_out_weights``. Exercises:
+``best_constant_baseline``, ``corridor_episode_gradient`` (with ``gamma^t``),
+``corridor_exact_gradients`` (the discounted and undiscounted occupancies) and
+``leave_one_out_why``.
 
 Each ``explain`` recomputes the answer with one typical mistake and, if the reader's output
-matches it, names that mistake in the lesson's terms.
+matches it, names that mistake in the lesson's terms. ``tests/test_exercises_lessons_07_08.py``
+submits each of those wrong answers.
 """
 
 import numpy as np
 
 from ...algos.dqn import dqn_targets
+from ...algos.dqn_diagnostics import action_gap, relative_change
 from ...algos.reinforce import softmax_score
 from ..registry import Case, register
 
 __all__: list[str] = []  # registers exercises on import; nothing to export
 
 
-def _dqn_case(seed, double):
+def _same(got, candidate) -> bool:
+    """True if ``got`` has ``candidate``'s shape and values (a wrong answer we recognise)."""
+    try:
+        got = np.asarray(got, dtype=float)
+        candidate = np.asarray(candidate, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return got.shape == candidate.shape and bool(np.allclose(got, candidate, equal_nan=False))
+
+
+def _choice(choices: dict):
+    """A compare for a multiple-choice answer given as one letter of ``choices``."""
+    def compare(got, expected):
+        if got is None:
+            return "not answered yet: set the answer to one letter"
+        choice = str(got).strip().upper()
+        if choice not in choices:
+            return f"answer with one of the letters {', '.join(choices)}, got {got!r}"
+        return None if choice == expected else "not this one"
+    return compare
+
+
+# ================================================================== lesson 07, Build it
+
+# ------------------------------------------------------------------ step 1: dqn_targets
+
+
+def _dqn_case(seed, double, gamma=0.9):
+    """Six transitions, 3 actions, terminals at 2 and 5; the online and the target net disagree
+    on the best next action in every row, so each mix-up of the two nets gives other numbers."""
     rng = np.random.default_rng(seed)
     rewards = rng.normal(size=6)
     terminated = np.array([False, False, True, False, False, True])
-    return (rewards, terminated, rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), 0.9, double)
+    online = rng.normal(size=(6, 3))
+    target = rng.normal(size=(6, 3))
+    for i in range(6):  # make the target's best action differ from the online's
+        a = int(np.argmax(online[i]))
+        target[i, a] = target[i].min() - 0.5
+    return (rewards, terminated, online, target, gamma, double)
 
 
 def _dqn_targets_cases():
     return [
         Case("Double DQN, terminals at indices 2 and 5", _dqn_case(0, True)),
         Case("plain DQN (double=False), terminals at indices 2 and 5", _dqn_case(1, False)),
-        Case("gamma = 0: the target is the reward", (*_dqn_case(2, True)[:4], 0.0, True)),
+        Case("Double DQN, gamma 0.5", _dqn_case(3, True, 0.5)),
+        Case("gamma = 0: the target is the reward", _dqn_case(2, True, 0.0)),
     ]
 
 
 def _dqn_targets_explain(case, got, expected):
     rewards, terminated, online, target, gamma, double = case.args
-    got = np.asarray(got, dtype=float)
-    if got.shape != expected.shape:
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
         return None
+    if got.shape != expected.shape:
+        return (f"one target per transition, shape {expected.shape}: take the max / argmax over "
+                "the actions (axis 1), not over the batch")
+    rows = np.arange(len(rewards))
+    boot = {
+        "max_target": target.max(axis=1),
+        "max_online": online.max(axis=1),
+        "double": target[rows, np.argmax(online, axis=1)],
+        "swapped": online[rows, np.argmax(target, axis=1)],
+    }
+    live = ~terminated
+    # which bootstrap the non-terminal rows used
+    used = next((k for k, v in boot.items()
+                 if np.allclose(got[live], rewards[live] + gamma * v[live])), None)
     wrong = ~np.isclose(got, expected)
-    if wrong.any() and wrong[terminated].all() and not wrong[~terminated].any():
-        k = int(np.flatnonzero(terminated)[0])
-        return (f"you bootstrapped from a terminal next state at index {k}: multiply the "
-                "bootstrap by (1 - terminated)")
-    best = np.argmax(online, axis=1)
-    if double and np.allclose(got, dqn_targets(rewards, terminated, online, target, gamma, False)):
-        return ("you took max_a Q_target(s', a); Double DQN picks a* = argmax Q_online(s') and "
+    if used is not None and wrong[terminated].any():
+        if np.allclose(got[terminated], rewards[terminated] + gamma * boot[used][terminated]):
+            k = int(np.flatnonzero(terminated)[0])
+            return (f"you bootstrapped from a terminal next state (index {k}): multiply the "
+                    "bootstrap by (1 - terminated), so a terminal target is the reward alone")
+        if np.allclose(got[terminated], 0.0):
+            return ("a terminal transition still earned its reward: (1 - terminated) multiplies "
+                    "only the bootstrap, not r")
+    if used == "max_target" and double:
+        return ("you took max_a Q_target(s', a): Double DQN picks a* = argmax Q_online(s') and "
                 "evaluates Q_target(s', a*)")
-    swapped = rewards + gamma * np.where(terminated, 0.0, online[np.arange(len(best)), np.argmax(target, 1)])
-    if double and np.allclose(got, swapped):
-        return "the roles are swapped: select the action with the online net, evaluate with the target net"
+    if used == "max_online":
+        return ("you bootstrapped from the online net's own max: the value must come from the "
+                "target net (Double DQN: the online net only *selects* a*)")
+    if used == "swapped":
+        return ("the roles are swapped: select the action with the online net, evaluate it with "
+                "the target net")
+    if used == "double" and not double:
+        return ("with double=False the target is r + gamma * max_a Q_target(s', a): no online "
+                "selection")
     return None
 
 
 register(
     "dqn_targets", dqn_targets, _dqn_targets_cases, explain=_dqn_targets_explain,
-    hint="r + gamma * (1 - terminated) * Q_target(s', argmax_a Q_online(s', a)); "
-         "max_a Q_target(s', a) when not double",
+    hint="the target net gives the value of s'; Double DQN lets the online net choose which "
+         "action's value to take; a terminal next state has no future",
 )
+
+
+# ------------------------------------------------------------------ step 2: huber
+
+
+def _huber_reference(x, delta=1.0):
+    x = np.asarray(x, dtype=float)
+    return np.where(np.abs(x) <= delta, 0.5 * x**2, delta * (np.abs(x) - 0.5 * delta))
+
+
+def _huber_cases():
+    x = np.linspace(-3.0, 3.0, 13)
+    return [
+        Case("x from -3 to 3, delta 1", (x, 1.0)),
+        Case("x from -3 to 3, delta 2", (x, 2.0)),
+        Case("TD errors from -60 to 60, delta 0.5", (np.array([-60.0, -0.3, 0.0, 0.4, 2.0, 60.0]), 0.5)),
+    ]
+
+
+def _huber_explain(case, got, expected):
+    x, delta = case.args
+    ax = np.abs(x)
+    small = ax <= delta
+    if _same(got, np.where(small, x**2, delta * (ax - 0.5 * delta))) or \
+            _same(got, np.where(small, x**2, 2 * delta * (ax - 0.5 * delta))):
+        return "the quadratic part is x**2 / 2, not x**2 (its slope at delta must be delta)"
+    if _same(got, np.where(small, 0.5 * x**2, delta * ax)):
+        return ("the linear part is delta * (|x| - delta / 2): without the - delta / 2 the two "
+                "parts do not meet at |x| = delta")
+    if _same(got, np.where(small, 0.5 * x**2, ax - 0.5 * delta)) or \
+            _same(got, np.where(small, 0.5 * x**2, ax - 0.5)):
+        return "the linear part is multiplied by delta: delta * (|x| - delta / 2)"
+    if _same(got, np.where(small, 0.5 * x**2 / delta, ax - 0.5 * delta)):
+        return ("that is PyTorch's smooth L1 with beta = delta (the Huber loss divided by delta): "
+                "here the loss is 0.5 x**2 inside and delta * (|x| - delta / 2) outside")
+    if _same(got, np.where(x <= delta, 0.5 * x**2, delta * (ax - 0.5 * delta))):
+        return "test |x| <= delta, not x <= delta: large negative errors must be linear too"
+    return None
+
+
+register(
+    "huber", _huber_reference, _huber_cases, explain=_huber_explain,
+    hint="two pieces that meet with the same value and slope at |x| = delta",
+)
+
+
+# ------------------------------------------------------------------ step 3: ring_write
+
+
+def _ring_reference(pos, size, k, capacity):
+    rows = (pos + np.arange(k)) % capacity
+    return rows, (pos + k) % capacity, min(size + k, capacity)
+
+
+def _ring_cases():
+    return [
+        Case("empty buffer of 8, write 3", (0, 0, 3, 8)),
+        Case("pos 6 of 8, write 4: wraps around", (6, 6, 4, 8)),
+        Case("pos 5 of 8, write 3: fills exactly to the end", (5, 5, 3, 8)),
+        Case("full buffer of 8 at pos 3, write 2: overwrites the oldest", (3, 8, 2, 8)),
+        Case("full buffer of 5 at pos 4, write 5", (4, 5, 5, 5)),
+    ]
+
+
+def _ring_explain(case, got, expected):
+    pos, size, k, capacity = case.args
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        return "return the triple (rows, next_pos, next_size)"
+    rows, next_pos, next_size = got
+    rows = np.asarray(rows)
+    e_rows, e_pos, e_size = expected
+    if rows.shape == e_rows.shape and (rows >= capacity).any():
+        return f"rows past the end of the buffer (>= {capacity}): wrap them with % capacity"
+    if rows.shape == e_rows.shape and np.array_equal(rows, e_rows):
+        if next_pos == pos + k and pos + k >= capacity:
+            return (f"next_pos {next_pos} is past the last row: the position wraps too, "
+                    f"(pos + k) % capacity")
+        if next_pos == (pos + k - 1) % capacity:
+            return "off by one: the next write goes to the row *after* the last one written"
+        if next_pos == e_pos and next_size == size + k and size + k > capacity:
+            return f"the size never exceeds the capacity {capacity}: min(size + k, capacity)"
+        if next_pos == e_pos and next_size == e_pos:
+            return "the size is how many rows hold data, not the write position: min(size + k, capacity)"
+    if rows.shape == e_rows.shape and pos + k > capacity and np.array_equal(rows, np.arange(k)):
+        return ("you started over at row 0 when the rows did not fit: continue at pos and wrap, "
+                "so the oldest rows are overwritten first")
+    return None
+
+
+register(
+    "ring_write", _ring_reference, _ring_cases, explain=_ring_explain,
+    hint="a ring: the row after the last one is row 0, for the rows and for the next position",
+)
+
+
+# ------------------------------------------------------------------ step 4: action_gap
+
+
+def _gap_cases():
+    rng = np.random.default_rng(7)
+    return [
+        Case("2 actions", (np.array([[1.0, 3.0], [5.0, 4.5], [-2.0, -2.25]]),)),
+        Case("4 actions, Q-values near 90", (90 + rng.normal(size=(6, 4)),)),
+        Case("ties: two best actions have gap 0", (np.array([[2.0, 2.0, 1.0], [0.5, 3.0, 3.0],
+                                                              [1.0, 2.0, 3.0]]),)),
+    ]
+
+
+def _gap_explain(case, got, expected):
+    (q,) = case.args
+    if _same(got, q.max(axis=1) - q.min(axis=1)):
+        return ("max - min is the spread of all the actions; the gap is the best minus the "
+                "*second* best (the same only for two actions)")
+    if _same(got, q[:, 0] - q[:, 1]) or _same(got, q[:, 1] - q[:, 0]):
+        return "the gap is >= 0: the best minus the second best, whichever actions those are"
+    if _same(got, np.abs(q[:, 0] - q[:, 1])):
+        return "you compared the first two actions only; take the best and the second best"
+    if _same(got, q.max(axis=1) - q.mean(axis=1)):
+        return "max - mean is not the gap: subtract the second-best value"
+    if _same(got, q.max(axis=1)):
+        return "that is max_a Q, the state's value; the gap is max_a Q minus the second best"
+    ordered = np.sort(q, axis=0)
+    if _same(got, ordered[-1] - ordered[-2]):
+        return "you sorted over the states (axis 0); sort each state's actions (axis 1)"
+    distinct = np.array([np.unique(row)[-1] - (np.unique(row)[-2] if len(np.unique(row)) > 1 else 0)
+                         for row in q])
+    if _same(got, distinct):
+        return ("with tied best actions the gap is 0: the second best can equal the best (do "
+                "not skip repeated values)")
+    return None
+
+
+register(
+    "action_gap", action_gap, _gap_cases, explain=_gap_explain,
+    hint="sort each state's action values; the gap is the top one minus the next one",
+)
+
+
+# ------------------------------------------------------------------ step 5: relative_change
+
+
+def _change_cases():
+    before = np.array([[80.0, 80.3], [90.0, 89.0], [50.0, 50.2]])
+    shifted = before + np.array([[5.0], [-3.0], [0.1]])
+    flipped = np.array([[80.0, 80.3], [90.0, 89.0]]), np.array([[80.4, 80.1], [90.5, 89.0]])
+    rng = np.random.default_rng(3)
+    three = 60 + rng.normal(size=(5, 3))
+    return [
+        Case("every action of a state moved alike: no change in the differences", (before, shifted)),
+        Case("greedy actions flip", flipped),
+        Case("3 actions", (three, three + rng.normal(scale=0.5, size=(5, 3)))),
+    ]
+
+
+def _change_explain(case, got, expected):
+    before, after = case.args
+    d = after - before
+    if _same(got, np.abs(after.max(axis=1) - before.max(axis=1))):
+        return ("that is how far the state's value max_a Q moved; moving every action alike "
+                "changes no decision: measure how much the *differences* between actions moved")
+    if _same(got, np.abs(d).max(axis=1)) or _same(got, np.abs(d).mean(axis=1)):
+        return ("that measures how far single values moved; a shift of all actions alike "
+                "changes no decision: take max_a d - min_a d with d = q_after - q_before")
+    if _same(got, np.abs(action_gap(after) - action_gap(before))):
+        return ("the change of the gap misses flips: when two actions swap order the gap can "
+                "stay the same while their difference moved by twice the gap")
+    if _same(got, d[:, 1] - d[:, 0]) or (d.shape[1] == 2 and _same(got, d[:, 0] - d[:, 1])):
+        return "the change is a size, >= 0: for two actions |change of (Q1 - Q0)|"
+    return None
+
+
+register(
+    "relative_change", relative_change, _change_cases, explain=_change_explain,
+    hint="d = q_after - q_before; only differences between actions matter, so how far apart "
+         "can d's entries of one state be?",
+)
+
+
+# ================================================================== lesson 07, Exercises
+
+# ------------------------------------------------------------------ easy: soft_update
+
+
+def _soft_update_reference(target, online, tau):
+    return (1.0 - tau) * np.asarray(target, dtype=float) + tau * np.asarray(online, dtype=float)
+
+
+def _soft_update_cases():
+    rng = np.random.default_rng(0)
+    target, online = rng.normal(size=5), rng.normal(size=5)
+    return [
+        Case("tau 0.005 (a small step towards online)", (target, online, 0.005)),
+        Case("tau 0.3", (target, online, 0.3)),
+        Case("tau 1: a hard copy", (target, online, 1.0)),
+    ]
+
+
+def _soft_update_explain(case, got, expected):
+    target, online, tau = case.args
+    if got is None:
+        return "return the new target (numpy arrays are not changed in place by a + b)"
+    if _same(got, tau * target + (1 - tau) * online):
+        return ("the weights are swapped: tau is the share of the *online* net, so a small tau "
+                "moves the target only a little")
+    if _same(got, target + tau * online):
+        return "the target keeps 1 - tau of itself: (1 - tau) * target + tau * online"
+    if _same(got, target + tau * (target - online)):
+        return "wrong sign: the target moves *towards* online, target + tau * (online - target)"
+    return None
+
+
+register(
+    "soft_update", _soft_update_reference, _soft_update_cases, explain=_soft_update_explain,
+    hint="a weighted average of the two nets in which online has weight tau",
+)
+
+
+def _soft_progress_reference(tau):
+    return 1.0 - (1.0 - tau) ** round(1 / tau)
+
+
+def _soft_progress_explain(case, got, expected):
+    (tau,) = case.args
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "answer with one number"
+    if np.isclose(got, (1 - tau) ** round(1 / tau), atol=5e-3):
+        return ("that is the share still to go, (1 - tau)^(1/tau), about 1/e; the target has come "
+                "1 minus that")
+    if np.isclose(got, 1.0, atol=5e-3):
+        return ("1/tau soft updates are not a full copy: each closes only tau of the *remaining* "
+                "distance")
+    return None
+
+
+register(
+    "soft_update_progress", _soft_progress_reference, [Case("tau = 0.01, after 100 updates", (0.01,))],
+    compare=lambda got, expected: None if got is not None and np.isclose(float(got), expected,
+                                                                        atol=5e-3)
+    else f"expected about {expected:.3f}, got {got!r}",
+    explain=_soft_progress_explain,
+    hint="after each update the distance to online is (1 - tau) times what it was",
+)
+
+
+# ------------------------------------------------------------------ medium: n_step_dqn_targets
+
+
+def _n_step_reference(rewards, terminated, next_q_target, gamma):
+    rewards = np.asarray(rewards, dtype=float)
+    terminated = np.asarray(terminated, dtype=bool)
+    n = rewards.shape[1]
+    alive = np.cumprod(np.concatenate([np.ones((len(rewards), 1), bool), ~terminated[:, :-1]],
+                                      axis=1), axis=1).astype(bool)  # step k is still this episode
+    powers = gamma ** np.arange(n)
+    total = (np.where(alive, rewards, 0.0) * powers).sum(axis=1)
+    bootstrap = ~terminated.any(axis=1)
+    return total + np.where(bootstrap, gamma**n * np.asarray(next_q_target).max(axis=1), 0.0)
+
+
+def _n_step_cases():
+    rng = np.random.default_rng(11)
+    rewards = rng.normal(size=(5, 3)) + 1.0
+    terminated = np.array([[False, False, False], [False, True, False], [True, False, False],
+                           [False, False, True], [False, False, False]])
+    next_q = rng.normal(size=(5, 2)) + 5.0
+    return [
+        Case("n = 3, episodes ending inside some windows", (rewards, terminated, next_q, 0.9)),
+        Case("n = 1: one-step targets", (rewards[:, :1], terminated[:, :1], next_q, 0.9)),
+        Case("n = 3, gamma 0.5, no terminal", (rewards, np.zeros((5, 3), bool), next_q, 0.5)),
+    ]
+
+
+def _n_step_explain(case, got, expected):
+    rewards, terminated, next_q, gamma = case.args
+    n = rewards.shape[1]
+    powers = gamma ** np.arange(n)
+    alive = np.cumprod(np.concatenate([np.ones((len(rewards), 1), bool), ~terminated[:, :-1]],
+                                      axis=1), axis=1).astype(bool)
+    ended = terminated.any(axis=1)
+    vmax = next_q.max(axis=1)
+    own = (np.where(alive, rewards, 0.0) * powers).sum(axis=1)
+    every = (rewards * powers).sum(axis=1)
+    if np.asarray(got).shape != expected.shape:
+        return f"one target per window, shape {expected.shape}: max over the actions (axis 1)"
+    if _same(got, own + gamma**n * vmax) and ended.any():
+        return ("a window in which the episode terminated must not bootstrap: there is no "
+                "s_{t+n} of this episode")
+    if _same(got, every + np.where(ended, 0.0, gamma**n * vmax)) and ended.any():
+        return ("rewards after a terminal step belong to the next episode: sum only up to and "
+                "including the terminal step")
+    if _same(got, every + gamma**n * vmax) and ended.any():
+        return ("the episode's end is ignored: stop the sum at a terminal step and do not "
+                "bootstrap after it")
+    for power, what in ((n - 1, "n - 1"), (n + 1, "n + 1")):
+        if _same(got, own + np.where(ended, 0.0, gamma**power * vmax)):
+            return (f"the bootstrap is discounted by gamma^n (n rewards come before it), not "
+                    f"gamma^({what})")
+    if _same(got, (np.where(alive, rewards, 0.0) * gamma ** np.arange(1, n + 1)).sum(axis=1)
+             + np.where(ended, 0.0, gamma**n * vmax)):
+        return "the first reward r_t is not discounted: weights 1, gamma, gamma^2, ..."
+    return None
+
+
+register(
+    "n_step_dqn_targets", _n_step_reference, _n_step_cases, explain=_n_step_explain,
+    hint="discount each reward by how many steps after t it came; a window that reaches the "
+         "episode's end has no state to bootstrap from, and nothing after the end is its",
+)
+
+
+# ------------------------------------------------------------------ hard: stable_gamma_range
+
+
+def _stable_gamma_reference(alpha):
+    return (max(0.0, 0.5 - 1.0 / alpha), 0.5)
+
+
+def _stable_gamma_cases():
+    return [
+        Case("alpha 0.1 (the lesson's)", (0.1,)),
+        Case("alpha 1", (1.0,)),
+        Case("alpha 3: steps that overshoot", (3.0,)),
+        Case("alpha 4", (4.0,)),
+        Case("alpha 8", (8.0,)),
+    ]
+
+
+def _stable_gamma_explain(case, got, expected):
+    (alpha,) = case.args
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return the pair (lowest gamma, highest gamma)"
+    low, high = float(got[0]), float(got[1])
+    if np.isclose(low, 0.5) and np.isclose(high, expected[0]):
+        return "the pair is (lowest, highest): you returned them the other way round"
+    if alpha > 2 and np.isclose(low, 0.0) and np.isclose(high, expected[1]):
+        return ("with alpha > 2 the factor 1 + alpha (2 gamma - 1) drops below -1 for small gamma: "
+                "w flips sign every update and grows, so small gammas diverge too")
+    if alpha < 2 and low < 0 and np.isclose(low, 0.5 - 1 / alpha):
+        return "discounts live in [0, 1]: clip the lower end at 0"
+    if np.isclose(low, max(0.0, 0.5 - 2 / alpha)) or np.isclose(low, max(0.0, 0.5 - 0.5 / alpha)):
+        return ("solve 1 + alpha (2 gamma - 1) >= -1 exactly: gamma >= 1/2 - 1/alpha")
+    if abs(high - expected[1]) < 0.02 or abs(low - expected[0]) < 0.02:
+        return ("close, but a grid only brackets the edges: solve |1 + alpha (2 gamma - 1)| <= 1 "
+                "for gamma exactly")
+    return None
+
+
+register(
+    "stable_gamma_range", _stable_gamma_reference, _stable_gamma_cases,
+    explain=_stable_gamma_explain,
+    hint="w is multiplied by the same factor at every update: when does a power of a number stay "
+         "bounded?",
+)
+
+
+_TRIAD_CHOICES = {
+    "A": "the target moves away faster than the estimate follows, as for large gamma",
+    "B": "each update overshoots: the factor 1 + alpha (2 gamma - 1) is below -1, so w changes "
+         "sign at every update and its size grows",
+    "C": "a small gamma makes the TD target negative, and negative values diverge",
+    "D": "the features 1 and 2 are too far apart for a large step",
+}
+
+
+def _triad_explain(case, got, expected):
+    return {
+        "A": ("no: for gamma < 1/2 the target 2 gamma w is *smaller* than w; the estimate "
+              "chases it past it, from one side to the other"),
+        "C": "no: with reward 0 and w > 0 the target 2 gamma w is >= 0",
+        "D": ("no: the features fix the factor's form, but for gamma < 1/2 a small alpha is "
+              "stable with the same features"),
+    }.get(str(got).strip().upper() if got is not None else "")
+
+
+register(
+    "triad_overshoot_why", lambda: "B", [Case("your choice")], compare=_choice(_TRIAD_CHOICES),
+    explain=_triad_explain,
+    hint="print w for gamma 0.1 and alpha 3 after each of a few updates",
+)
+
+
+# ================================================================== lesson 08, Build it
+
+# ------------------------------------------------------------------ step 1: softmax_score
+
+
+def _softmax_score_cases():
+    rng = np.random.default_rng(0)
+    return [
+        Case("uniform logits [1, 3]", (np.zeros((1, 3)), np.array([2]))),
+        Case("random logits [5, 4]", (rng.normal(size=(5, 4)), rng.integers(0, 4, 5))),
+        Case("large logits [2, 3]", (np.array([[800.0, 0.0, -800.0], [5.0, 5.0, 5.0]]), np.array([0, 1]))),
+    ]
+
+
+def _softmax_score_explain(case, got, expected):
+    logits, actions = case.args
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if got.shape != expected.shape:
+        return None
+    if np.isnan(got).any():
+        return "NaN: exp overflowed; compute pi with a stable softmax (subtract the row max)"
+    if np.allclose(got, -expected):
+        return "the sign is flipped: the score is e_a - pi, so it pushes the taken action up"
+    onehot = np.eye(logits.shape[1])[actions]
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    pi = shifted / shifted.sum(axis=1, keepdims=True)
+    if np.allclose(got, onehot):
+        return "you returned e_a alone: subtract pi, the expected score, which is why each row sums to 0"
+    if np.allclose(got, onehot - 1.0 / logits.shape[1]):
+        return "you subtracted 1/A; subtract the policy's probabilities pi(.|s)"
+    if np.allclose(got, -pi):
+        return "the one-hot e_a of the taken action is missing: e_a - pi"
+    with np.errstate(all="ignore"):
+        by_column = np.exp(logits - logits.max(axis=0, keepdims=True))
+        by_column = by_column / by_column.sum(axis=0, keepdims=True)
+    if np.allclose(got, onehot - by_column, equal_nan=False):
+        return "the softmax runs over each row's actions (axis 1), not over the batch (axis 0)"
+    if np.allclose(got, np.log(np.maximum(pi, 1e-300))):
+        return "that is log pi; the score is its gradient with respect to the logits, e_a - pi"
+    return None
+
+
+register(
+    "softmax_score", softmax_score, _softmax_score_cases, explain=_softmax_score_explain,
+    hint="differentiate log softmax(z)[a] = z_a - log sum_b exp(z_b) with respect to each z_b",
+)
+
+
+# ------------------------------------------------------------------ step 2: reward_to_go
 
 
 def _reward_to_go_reference(rewards, gamma):
@@ -77,200 +582,101 @@ def _reward_to_go_cases():
 
 def _reward_to_go_explain(case, got, expected):
     rewards, gamma = case.args
-    got = np.asarray(got, dtype=float)
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return None
     if got.shape != expected.shape:
         return None
-    if len(got) > 1 and np.allclose(got, expected[0]):
+    T = len(rewards)
+    if T > 1 and np.allclose(got, expected[0]):
         return ("every step got the whole episode's return G_0: step t should only see the rewards "
                 "from t on, since a_t cannot change what came before it")
     forward = np.array([sum(gamma**k * r for k, r in enumerate(rewards[: t + 1][::-1]))
-                        for t in range(len(rewards))])
-    if np.allclose(got, forward):
+                        for t in range(T)])
+    if T > 1 and np.allclose(got, forward):
         return "you summed the rewards up to t (the past); the reward-to-go sums from t to the end"
+    if T > 1 and np.allclose(got, gamma ** np.arange(T) * expected):
+        return ("you discounted from the start of the episode, sum_k gamma^k r_k = gamma^t G_t: "
+                "in G_t the discount restarts at t, gamma^(k - t)")
+    if gamma != 1 and np.allclose(got, np.cumsum(rewards[::-1])[::-1]):
+        return "gamma is missing: G_t = r_t + gamma * G_{t+1}"
+    if T > 1 and np.allclose(got, expected - rewards):
+        return "G_t includes r_t, the reward of the step itself"
     return None
 
 
 register(
     "reward_to_go", _reward_to_go_reference, _reward_to_go_cases, explain=_reward_to_go_explain,
-    hint="walk backwards: G = r[t] + gamma * G, storing G at every t",
+    hint="G_t = r_t + gamma * G_{t+1}: which end of the episode do you know first?",
 )
 
 
-def _softmax_score_cases():
-    rng = np.random.default_rng(0)
+# ------------------------------------------------------------------ step 3: episode_gradients
+
+
+def _episode_gradients_reference(obs, actions, weights, mask, W):
+    obs = np.asarray(obs, dtype=float)
+    logits = obs @ W["w"] + W["b"]  # [T, N, A]
+    z = logits - logits.max(axis=-1, keepdims=True)
+    pi = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+    score = np.eye(logits.shape[-1])[actions] - pi
+    weighted = score * np.where(mask, weights, 0.0)[..., None]
+    return {"w": np.einsum("tnd,tna->nda", obs, weighted), "b": weighted.sum(axis=0)}
+
+
+def _gradient_case(seed, T=5, N=4, D=3, A=2):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, T + 1, size=N)
+    lengths[0] = T
+    mask = np.arange(T)[:, None] < lengths[None, :]
+    obs = rng.normal(size=(T, N, D))
+    actions = rng.integers(0, A, size=(T, N))
+    weights = rng.normal(size=(T, N)) + 1.0  # padding rows hold numbers too: mask them
+    W = {"w": rng.normal(size=(D, A)), "b": rng.normal(size=A)}
+    return (obs, actions, weights, mask, W)
+
+
+def _gradients_cases():
     return [
-        Case("uniform logits [1, 3]", (np.zeros((1, 3)), np.array([2]))),
-        Case("random logits [5, 4]", (rng.normal(size=(5, 4)), rng.integers(0, 4, 5))),
-        Case("large logits [2, 3]", (np.array([[800.0, 0.0, -800.0], [5.0, 5.0, 5.0]]), np.array([0, 1]))),
+        Case("4 episodes of lengths up to 5, 3 features, 2 actions (padding is not zero)",
+             _gradient_case(0)),
+        Case("6 episodes, 4 features, 3 actions", _gradient_case(1, T=6, N=6, D=4, A=3)),
     ]
 
 
-def _softmax_score_explain(case, got, expected):
-    logits, actions = case.args
-    got = np.asarray(got, dtype=float)
-    if got.shape != expected.shape:
-        return None
-    if np.isnan(got).any():
-        return "NaN: exp overflowed; compute pi with a stable softmax (subtract the row max)"
-    if np.allclose(got, -expected):
-        return "the sign is flipped: the score is e_a - pi, so it pushes the taken action up"
-    onehot = np.eye(logits.shape[1])[actions]
-    if np.allclose(got, onehot):
-        return "you returned e_a alone: subtract pi, the expected score, which is why each row sums to 0"
-    if np.allclose(got, onehot - 1.0 / logits.shape[1]):
-        return "you subtracted 1/A; subtract the policy's probabilities pi(.|s)"
+def _gradients_explain(case, got, expected):
+    obs, actions, weights, mask, W = case.args
+    if not isinstance(got, dict) or set(got) != {"w", "b"}:
+        return "return a dict like W: {'w': [N, D, A], 'b': [N, A]}, one gradient per episode"
+    w = np.asarray(got["w"])
+    if w.shape == expected["w"].shape[:1] + expected["w"].shape[1:][::-1]:
+        return "each episode's gradient for w has W's shape [D, A]: s (e_a - pi)^T, not its transpose"
+    if w.shape == expected["w"].shape[1:]:
+        return "one estimate per episode: keep the episode axis, [N, D, A]"
+    all_steps = _episode_gradients_reference(obs, actions, weights, np.ones_like(mask), W)
+    if _same(got["w"], all_steps["w"]) and _same(got["b"], all_steps["b"]):
+        return "the padding steps (mask False) entered the sum: weight them by 0"
+    negated = {k: -v for k, v in expected.items()}
+    if _same(got["w"], negated["w"]):
+        return "the sign is flipped: the score is e_a - pi"
+    lengths = mask.sum(axis=0)
+    if _same(got["w"], expected["w"] / lengths[:, None, None]):
+        return "you averaged over each episode's steps: the estimate *sums* them"
+    if _same(got["w"], expected["w"]) and not _same(got["b"], expected["b"]):
+        return "w is right; the bias's gradient is the weighted score summed over steps (its input is 1)"
     return None
 
 
 register(
-    "softmax_score", softmax_score, _softmax_score_cases, explain=_softmax_score_explain,
-    hint="one-hot of the action minus softmax(logits), row by row",
+    "episode_gradients", _episode_gradients_reference, _gradients_cases,
+    explain=_gradients_explain,
+    hint="logits = s W + b, so d logits / d W pairs each feature with each action: an outer "
+         "product per step, weighted and summed over the episode's real steps",
 )
 
 
-# ------------------------------------------------------------------ lesson 07: soft_update
-
-
-def _soft_update_reference(target, online, tau):
-    return (1.0 - tau) * np.asarray(target, dtype=float) + tau * np.asarray(online, dtype=float)
-
-
-def _soft_update_cases():
-    rng = np.random.default_rng(0)
-    target, online = rng.normal(size=5), rng.normal(size=5)
-    return [
-        Case("tau 0.005 (a small step towards online)", (target, online, 0.005)),
-        Case("tau 1: a hard copy", (target, online, 1.0)),
-        Case("tau 0: the target stays", (target, online, 0.0)),
-    ]
-
-
-def _soft_update_explain(case, got, expected):
-    target, online, tau = case.args
-    got = np.asarray(got, dtype=float)
-    if got.shape == expected.shape and np.allclose(got, tau * target + (1 - tau) * online):
-        return ("the weights are swapped: tau is the share of the *online* net, so a small tau "
-                "moves the target only a little")
-    return None
-
-
-register(
-    "soft_update", _soft_update_reference, _soft_update_cases, explain=_soft_update_explain,
-    hint="(1 - tau) * target + tau * online",
-)
-
-
-# ------------------------------------------------------------------ lesson 07: epsilon_schedule
-
-
-def _epsilon_reference(step, total_steps, start, end, fraction):
-    duration = max(1, int(fraction * total_steps))
-    return start + min(step / duration, 1.0) * (end - start)
-
-
-def _epsilon_cases():
-    return [
-        Case("step 0", (0, 50_000, 1.0, 0.04, 0.16)),
-        Case("halfway through the decay", (4_000, 50_000, 1.0, 0.04, 0.16)),
-        Case("after the decay: the floor", (30_000, 50_000, 1.0, 0.04, 0.16)),
-        Case("fraction 0.5, end 0.1", (2_500, 10_000, 1.0, 0.1, 0.5)),
-    ]
-
-
-def _epsilon_explain(case, got, expected):
-    step, total, start, end, fraction = case.args
-    if np.isclose(got, start + step / total * (end - start)):
-        return ("you decayed over the whole run: epsilon reaches its floor after "
-                "fraction * total_steps steps and then stays there")
-    if np.isclose(got, start + step / (fraction * total) * (end - start)):
-        return "epsilon kept falling past the end of the decay: stop at the floor `end`"
-    return None
-
-
-register(
-    "epsilon_schedule", _epsilon_reference, _epsilon_cases, explain=_epsilon_explain,
-    hint="start + min(step / (fraction * total_steps), 1) * (end - start)",
-)
-
-
-# ------------------------------------------------------------------ lesson 07: stable_gamma_range
-
-
-def _stable_gamma_reference(alpha):
-    return (max(0.0, 0.5 - 1.0 / alpha), 0.5)
-
-
-def _stable_gamma_cases():
-    return [
-        Case("alpha 0.1 (the lesson's)", (0.1,)),
-        Case("alpha 1", (1.0,)),
-        Case("alpha 3: steps that overshoot", (3.0,)),
-        Case("alpha 4", (4.0,)),
-    ]
-
-
-def _stable_gamma_explain(case, got, expected):
-    (alpha,) = case.args
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return the pair (lowest gamma, highest gamma)"
-    low, high = float(got[0]), float(got[1])
-    if alpha > 2 and np.isclose(low, 0.0) and np.isclose(high, expected[1]):
-        return ("with alpha > 2 the factor 1 + alpha (2 gamma - 1) drops below -1 for small gamma: "
-                "w flips sign every update and grows, so small gammas diverge too")
-    if abs(high - expected[1]) < 0.02 or abs(low - expected[0]) < 0.02:
-        return ("close, but a grid only brackets the edges: solve |1 + alpha (2 gamma - 1)| <= 1 "
-                "for gamma exactly")
-    return None
-
-
-register(
-    "stable_gamma_range", _stable_gamma_reference, _stable_gamma_cases,
-    explain=_stable_gamma_explain,
-    hint="w is multiplied by 1 + alpha (2 gamma - 1) each update: bounded iff that lies in [-1, 1]",
-)
-
-
-# ------------------------------------------------------------------ lesson 08: bandit_policy_gradient
-
-
-def _bandit_gradient_reference(z, means):
-    z, means = np.asarray(z, dtype=float), np.asarray(means, dtype=float)
-    pi = np.exp(z - z.max())
-    pi /= pi.sum()
-    return pi * means - pi * (pi @ means)
-
-
-def _bandit_gradient_cases():
-    rng = np.random.default_rng(0)
-    return [
-        Case("the lesson's bandit", (np.array([0.5, 0.0, -0.5]), np.array([1.0, 2.0, 3.0]))),
-        Case("uniform policy, 4 arms", (np.zeros(4), rng.normal(size=4))),
-        Case("all arms pay the same: gradient 0", (rng.normal(size=3), np.full(3, 2.0))),
-    ]
-
-
-def _bandit_gradient_explain(case, got, expected):
-    z, means = case.args
-    got = np.asarray(got, dtype=float)
-    if got.shape != expected.shape:
-        return None
-    pi = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
-    if np.allclose(got, -expected):
-        return "the sign is flipped: the score e_a - pi pushes the arm you pulled *up*"
-    if np.allclose(got, pi * means):
-        return ("you used e_a as the score; the score of a softmax is e_a - pi, and the - pi "
-                "part is what makes arms that pay the same give gradient 0")
-    return None
-
-
-register(
-    "bandit_policy_gradient", _bandit_gradient_reference, _bandit_gradient_cases,
-    explain=_bandit_gradient_explain,
-    hint="pi = softmax(z); sum over a of pi[a] * means[a] * (onehot(a) - pi)",
-)
-
-
-# ------------------------------------------------------------------ lesson 08: leave_one_out_weights
+# ------------------------------------------------------------------ step 4: leave_one_out_weights
 
 
 def _leave_one_out_reference(returns, mask):
@@ -286,18 +692,22 @@ def _leave_one_out_cases():
     returns = np.where(mask, np.array([[3.0, 2.0, 1.0], [2.0, 1.0, 0.0], [1.0, 0.0, 0.0]]), 0.0)
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 7, size=5)
+    lengths[0] = 6
     long_mask = np.arange(6)[:, None] < lengths[None, :]
     return [
         Case("3 episodes of lengths 3, 2, 1", (returns, mask)),
         Case("all running, 2 episodes", (np.array([[4.0, 2.0], [1.0, 3.0]]), np.ones((2, 2), bool))),
-        Case("5 episodes of random lengths", (np.where(long_mask, rng.normal(size=(6, 5)), 0.0),
-                                              long_mask)),
+        Case("5 episodes of random lengths (padding holds numbers)",
+             (np.where(long_mask, rng.normal(size=(6, 5)), 7.0), long_mask)),
     ]
 
 
 def _leave_one_out_explain(case, got, expected):
     returns, mask = case.args
-    got = np.asarray(got, dtype=float)
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return None
     if got.shape != expected.shape:
         return None
     if np.any(got[~mask] != 0):
@@ -312,49 +722,247 @@ def _leave_one_out_explain(case, got, expected):
     if np.allclose(got, over_all):
         return ("you averaged over finished episodes too (their padded zeros): average only the "
                 "other episodes still running at t")
+    baseline_only = np.where(mask, g - expected, 0.0)
+    if np.allclose(got, baseline_only):
+        return "that is the baseline b; return the weights G_t - b"
     return None
 
 
 register(
     "leave_one_out_weights", _leave_one_out_reference, _leave_one_out_cases,
     explain=_leave_one_out_explain,
-    hint="b[t, i] = (sum of G[t] over running episodes - G[t, i]) / (running - 1), 0 if alone",
+    hint="per row t: the sum and the count of the running episodes, each minus the episode's "
+         "own share",
 )
 
 
-# ------------------------------------------------------------------ lesson 08: corridor_episode_gradient
+# ================================================================== lesson 08, Exercises
+
+# ------------------------------------------------------------------ easy: best_constant_baseline
 
 
-def _corridor_reference(went_right, p):
+def _best_baseline_reference(sq_norms, returns):
+    sq_norms, returns = np.asarray(sq_norms, dtype=float), np.asarray(returns, dtype=float)
+    return float((sq_norms * returns).sum() / sq_norms.sum())
+
+
+def _best_baseline_cases():
+    rng = np.random.default_rng(5)
+    return [
+        Case("4 episodes", (np.array([1.0, 4.0, 0.5, 2.0]), np.array([10.0, 30.0, 5.0, 12.0]))),
+        Case("50 episodes", (rng.gamma(2.0, size=50), rng.normal(20, 5, size=50))),
+    ]
+
+
+def _best_baseline_explain(case, got, expected):
+    sq_norms, returns = case.args
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "return one number"
+    if np.isclose(got, returns.mean()):
+        return ("the mean return is the usual choice, not the best one: episodes with a large "
+                "score |S|^2 count more in the variance, so weight each G by |S|^2")
+    if np.isclose(got, (sq_norms * returns).mean()):
+        return "divide by the sum of the weights |S|^2, not by the number of episodes"
+    if np.isclose(got, (np.sqrt(sq_norms) * returns).sum() / np.sqrt(sq_norms).sum()):
+        return "the weights are the squared norms |S|^2 (you passed them in already squared)"
+    return None
+
+
+register(
+    "best_constant_baseline", _best_baseline_reference, _best_baseline_cases,
+    explain=_best_baseline_explain,
+    hint="the variance's b-dependent part is sum_i |S_i|^2 (G_i - b)^2: set its derivative to 0",
+)
+
+
+# ------------------------------------------------------------------ medium: corridor_episode_gradient
+
+
+def _corridor_reference(went_right, p, gamma):
     went_right = np.asarray(went_right, dtype=bool)
+    T = len(went_right)
     scores = np.where(went_right, 1.0 - p, -p)
-    to_go = -np.arange(len(went_right), 0, -1, dtype=float)  # reward -1 per step, gamma 1
-    return float(np.sum(scores * to_go))
+    to_go = -(1 - gamma ** np.arange(T, 0, -1)) / (1 - gamma) if gamma < 1 else \
+        -np.arange(T, 0, -1, dtype=float)
+    return float(np.sum(gamma ** np.arange(T) * scores * to_go))
 
 
 def _corridor_cases():
     return [
-        Case("straight to the goal: right, left, right", (np.array([True, False, True]), 0.5)),
-        Case("a detour, p = 0.59", (np.array([True, True, False, True, False, True]), 0.59)),
-        Case("one step back at the wall, p = 0.3", (np.array([False, True, False, True]), 0.3)),
+        Case("straight to the goal: right, left, right; p 0.5, gamma 1",
+             (np.array([True, False, True]), 0.5, 1.0)),
+        Case("a detour, p 0.59, gamma 0.9", (np.array([True, True, False, True, False, True]), 0.59, 0.9)),
+        Case("back at the wall, p 0.3, gamma 0.8", (np.array([False, True, False, True, True, False, True]),
+                                                    0.3, 0.8)),
     ]
 
 
 def _corridor_explain(case, got, expected):
-    went_right, p = case.args
+    went_right, p, gamma = case.args
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "return one number"
+    T = len(went_right)
     scores = np.where(went_right, 1.0 - p, -p)
-    if np.isclose(got, -len(went_right) * scores.sum()):
-        return ("you weighted every step by the whole return -T: step t only pays for the steps "
-                "from t on, G_t = -(T - t)")
+    G = _reward_to_go_reference(-np.ones(T), gamma)
+    disc = gamma ** np.arange(T)
+    if gamma < 1 and np.isclose(got, np.sum(scores * G)):
+        return ("without gamma^t this is the biased G_t form: the gradient of the discounted "
+                "return weights step t by gamma^t G_t")
+    if np.isclose(got, G[0] * scores.sum()):
+        return ("you weighted every step by the whole return G_0: that is unbiased too but not "
+                "this exercise's estimator; use gamma^t G_t")
     if np.isclose(got, -expected):
         return "the sign is flipped: the return is -1 per step, so G_t is negative"
-    if np.isclose(got, float(np.sum(np.where(went_right, p, p - 1.0)
-                                    * -np.arange(len(went_right), 0, -1)))):
+    if np.isclose(got, float(np.sum(disc * np.where(went_right, p, p - 1.0) * G))):
         return "d log p / d theta = 1 - p for right and d log(1 - p) / d theta = -p for left"
+    undiscounted = _reward_to_go_reference(-np.ones(T), 1.0)
+    if gamma < 1 and np.isclose(got, float(np.sum(disc * scores * undiscounted))):
+        return "G_t is discounted too: G_t = sum_k gamma^(k-t) r_k"
     return None
 
 
 register(
     "corridor_episode_gradient", _corridor_reference, _corridor_cases, explain=_corridor_explain,
-    hint="scores = (1 - p) if right else -p; G_t = -(T - t); sum of scores * G_t",
+    hint="p = sigmoid(theta): differentiate log p and log(1 - p) by theta; then weight step t by "
+         "gamma^t G_t",
+)
+
+
+# ------------------------------------------------------------------ hard: corridor_exact_gradients
+
+
+def _corridor_model():
+    """P[s, a, s'] of the short corridor's non-terminal states 0, 1, 2 (a = 0 left, 1 right); the
+    goal (state 3) is left out, so rows that reach it sum to less than 1."""
+    P = np.zeros((3, 2, 3))
+    P[0, 0, 0] = P[0, 1, 1] = 1.0  # left at the wall stays
+    P[1, 0, 2] = P[1, 1, 0] = 1.0  # the middle cell reverses the actions
+    P[2, 0, 1] = 1.0  # right from cell 2 reaches the goal
+    return P
+
+
+def _corridor_exact_reference(theta, gamma):
+    p = 1.0 / (1.0 + np.exp(-theta))
+    P = _corridor_model()
+    P_pi = (1 - p) * P[:, 0] + p * P[:, 1]
+    V = np.linalg.solve(np.eye(3) - gamma * P_pi, -np.ones(3))
+    Q = -1.0 + gamma * P @ V  # [3, 2]
+    inner = p * (1 - p) * (Q[:, 1] - Q[:, 0])  # sum_a pi(a) d log pi(a) / d theta Q(s, a)
+    start = np.eye(3)[0]
+    discounted = np.linalg.solve((np.eye(3) - gamma * P_pi).T, start)
+    visits = np.linalg.solve((np.eye(3) - P_pi).T, start)
+    return float(discounted @ inner), float(visits @ inner)
+
+
+def _corridor_exact_cases():
+    return [
+        Case("theta 0, gamma 0.9", (0.0, 0.9)),
+        Case("theta -1, gamma 0.8", (-1.0, 0.8)),
+        Case("theta 1, gamma 1 (both the same)", (1.0, 1.0)),
+    ]
+
+
+def _corridor_exact_explain(case, got, expected):
+    theta, gamma = case.args
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return the pair (gradient of J, mean of the G_t estimate)"
+    g = [float(x) for x in got]
+    if np.isclose(g[0], expected[1]) and np.isclose(g[1], expected[0]) and gamma < 1:
+        return "the two are swapped: the true gradient weights states by their *discounted* visits"
+    if gamma < 1 and np.isclose(g[0], expected[1]) and np.isclose(g[1], expected[1]):
+        return ("both use the plain visit counts: the gradient of J weights each state by "
+                "sum_t gamma^t P(s_t = s), the discounted occupancy")
+    if gamma < 1 and np.isclose(g[0], expected[0]) and np.isclose(g[1], expected[0]):
+        return ("both use the discounted occupancy; the G_t estimate sums over every visit with "
+                "weight 1: the plain expected visit counts")
+    p = 1 / (1 + np.exp(-theta))
+    if np.allclose(g, [e / (p * (1 - p)) for e in expected]):
+        return "missing the factor p (1 - p): sum_a pi(a) d log pi(a) / d theta Q(s, a)"
+    return None
+
+
+register(
+    "corridor_exact_gradients", _corridor_exact_reference, _corridor_exact_cases,
+    explain=_corridor_exact_explain,
+    hint="both are sum_s (weight of s) * sum_a pi(a) d log pi(a)/d theta Q(s, a); the weights "
+         "are occupancies you can get from one linear solve each, as V was",
+)
+
+
+_LOO_WHY_CHOICES = {
+    "A": "leaving it out lowers the variance; the gradient's mean would be the same either way",
+    "B": "its own G_t depends on its own action a_t, so a baseline that contains it is "
+         "correlated with the score and shifts the gradient's mean",
+    "C": "an episode's G_t would be counted twice in the loss",
+    "D": "with only one episode running at t the mean would be 0",
+}
+
+
+def _loo_why_explain(case, got, expected):
+    return {
+        "A": ("no: including it *biases* the estimate, by a term that shrinks like 1/N (for N "
+              "episodes) but never vanishes"),
+        "C": "no: the loss counts it once; the problem is what the baseline depends on",
+        "D": "no: that case is handled by giving the baseline 0 there; it is not the reason",
+    }.get(str(got).strip().upper() if got is not None else "")
+
+
+register(
+    "leave_one_out_why", lambda: "B", [Case("your choice")], compare=_choice(_LOO_WHY_CHOICES),
+    explain=_loo_why_explain,
+    hint="E[b * score] = 0 needs b to be independent of the action the score is taken at",
+)
+
+
+# ------------------------------------------------------------------ medium: corridor_learned_p
+
+
+def _corridor_best_p(gamma):
+    """The P(right) that maximises the corridor's start value, on a grid of 0.001."""
+    ps = np.linspace(0.001, 0.999, 999)
+    P = _corridor_model()
+    values = []
+    for p in ps:
+        P_pi = (1 - p) * P[:, 0] + p * P[:, 1]
+        values.append(np.linalg.solve(np.eye(3) - gamma * P_pi, -np.ones(3))[0])
+    return float(ps[int(np.argmax(values))])
+
+
+def _learned_p_compare(got, expected):
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return f"expected a probability, got {got!r}"
+    if not abs(got - expected) < 0.03:
+        return f"expected within 0.03 of the best p = {expected:.3f}, got {got:.3f}"
+    return None
+
+
+def _learned_p_explain(case, got, expected):
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "assign the learned probability of going right, one number"
+    if abs(got - 0.5) < 0.01:
+        return ("that is where theta = 0 starts: no learning happened (check that your loop "
+                "updates theta with the averaged gradient)")
+    if abs(got - (1.0 - expected)) < 0.03:
+        return "you went downhill: gradient ascent adds lr * gradient to theta"
+    if got < 0.05 or got > 0.95:
+        return ("p ran to a deterministic policy, which never reaches the goal: the step size is "
+                "too large, or the estimate is not averaged over enough episodes")
+    return ("not at the optimum yet: more steps, or average theta over the second half of the "
+            "run to damp the noise")
+
+
+register(
+    "corridor_learned_p", lambda: _corridor_best_p(0.9),
+    [Case("P(right) after gradient ascent, gamma 0.9", ())],
+    compare=_learned_p_compare, explain=_learned_p_explain,
+    hint="start at theta = 0, average corridor_episode_gradient over a few hundred episodes per "
+         "step, and move theta uphill",
 )

@@ -1,0 +1,527 @@
+"""The exercises of lessons 07-08 (Build-it steps and exercises): each typical wrong answer is
+rejected by its checker, with the diagnosis that names the mistake, and every explain branch is
+reached. Right answers written another way pass. The registry's own sanity (reference passes,
+a shifted answer fails) is in tests/test_exercises.py."""
+
+import numpy as np
+import pytest
+
+from rlcourse.course import exercises
+
+
+def rejected(name, fn, capsys):
+    """Run the check; it must fail. Returns what it printed."""
+    with np.errstate(all="ignore"):
+        ok = exercises.check(name, fn)
+    out = capsys.readouterr().out
+    assert not ok, f"{name}: a wrong answer passed:\n{out}"
+    return out
+
+
+def accepted(name, fn, capsys):
+    ok = exercises.check(name, fn)
+    out = capsys.readouterr().out
+    assert ok, f"{name}: a right answer failed:\n{out}"
+
+
+def _check_all(name, wrong, key, capsys):
+    fn, diagnosis = wrong[key]
+    out = rejected(name, fn, capsys)
+    assert diagnosis in out, f"{name} / {key}: expected the diagnosis {diagnosis!r} in:\n{out}"
+
+
+# ================================================================ lesson 07: DQN
+
+def _targets(bootstrap, mask_reward=False, use_mask=True):
+    """A DQN target whose bootstrap value is ``bootstrap(online, target, double) [B]``."""
+    def targets(rewards, terminated, next_q_online, next_q_target, gamma, double=True):
+        value = bootstrap(next_q_online, next_q_target, double)
+        keep = 1.0 - terminated if use_mask else 1.0
+        if mask_reward:
+            return (1.0 - terminated) * (rewards + gamma * value)
+        return rewards + gamma * keep * value
+    return targets
+
+
+def _rows(q):
+    return np.arange(len(q))
+
+
+def _double(o, t, double):
+    return t[_rows(t), np.argmax(o, axis=1)] if double else t.max(axis=1)
+
+
+DQN_TARGETS_WRONG = {
+    "bootstraps through terminals": (_targets(_double, use_mask=False), "bootstrapped from a terminal"),
+    "masks the reward too": (_targets(_double, mask_reward=True), "still earned its reward"),
+    "max of the target net": (_targets(lambda o, t, d: t.max(axis=1)), "you took max_a Q_target"),
+    "max of the online net": (_targets(lambda o, t, d: o.max(axis=1)), "online net's own max"),
+    "roles swapped": (_targets(lambda o, t, d: o[_rows(o), np.argmax(t, axis=1)] if d else t.max(1)),
+                      "roles are swapped"),
+    "always double": (_targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)]),
+                      "with double=False"),
+    "argmax over the batch": (
+        lambda r, term, o, t, g, double=True: r[:o.shape[1]] + g * t.max(axis=0), "axis 1"),
+}
+
+
+@pytest.mark.parametrize("wrong", DQN_TARGETS_WRONG, ids=list(DQN_TARGETS_WRONG))
+def test_dqn_targets_rejects(wrong, capsys):
+    _check_all("dqn_targets", DQN_TARGETS_WRONG, wrong, capsys)
+
+
+def test_dqn_targets_accepts_a_loop(capsys):
+    def loop(rewards, terminated, online, target, gamma, double=True):
+        out = []
+        for r, done, o, t in zip(rewards, terminated, online, target):
+            v = t[int(np.argmax(o))] if double else max(t)
+            out.append(r if done else r + gamma * v)
+        return np.array(out)
+    accepted("dqn_targets", loop, capsys)
+
+
+def _huber(inside, outside, test=np.abs):
+    def huber(x, delta=1.0):
+        return np.where(test(x) <= delta, inside(x, delta), outside(np.abs(x), delta))
+    return huber
+
+
+HUBER_WRONG = {
+    "x**2 inside": (_huber(lambda x, d: x**2, lambda a, d: d * (a - 0.5 * d)), "x**2 / 2, not x**2"),
+    "no offset outside": (_huber(lambda x, d: 0.5 * x**2, lambda a, d: d * a), "do not meet"),
+    "delta missing outside": (_huber(lambda x, d: 0.5 * x**2, lambda a, d: a - 0.5 * d),
+                              "multiplied by delta"),
+    "smooth L1": (_huber(lambda x, d: 0.5 * x**2 / d, lambda a, d: a - 0.5 * d), "smooth L1"),
+    "x <= delta": (_huber(lambda x, d: 0.5 * x**2, lambda a, d: d * (a - 0.5 * d), test=lambda x: x),
+                   "not x <= delta"),
+}
+
+
+@pytest.mark.parametrize("wrong", HUBER_WRONG, ids=list(HUBER_WRONG))
+def test_huber_rejects(wrong, capsys):
+    _check_all("huber", HUBER_WRONG, wrong, capsys)
+
+
+def test_huber_accepts_a_clipped_form(capsys):
+    def clipped(x, delta=1.0):
+        a = np.minimum(np.abs(x), delta)
+        return 0.5 * a**2 + delta * (np.abs(x) - a)
+    accepted("huber", clipped, capsys)
+
+
+RING_WRONG = {
+    "rows not wrapped": (lambda p, s, k, c: (p + np.arange(k), (p + k) % c, min(s + k, c)),
+                         "wrap them with % capacity"),
+    "position not wrapped": (lambda p, s, k, c: ((p + np.arange(k)) % c, p + k, min(s + k, c)),
+                             "the position wraps too"),
+    "off by one": (lambda p, s, k, c: ((p + np.arange(k)) % c, (p + k - 1) % c, min(s + k, c)),
+                   "off by one"),
+    "size not capped": (lambda p, s, k, c: ((p + np.arange(k)) % c, (p + k) % c, s + k),
+                        "never exceeds the capacity"),
+    "size is the position": (lambda p, s, k, c: ((p + np.arange(k)) % c, (p + k) % c, (p + k) % c),
+                             "not the write position"),
+    "starts over at 0": (lambda p, s, k, c: (np.arange(k) if p + k > c else p + np.arange(k),
+                                             k if p + k > c else (p + k) % c, min(s + k, c)),
+                         "started over at row 0"),
+    "returns only the rows": (lambda p, s, k, c: (p + np.arange(k)) % c, "the triple"),
+}
+
+
+@pytest.mark.parametrize("wrong", RING_WRONG, ids=list(RING_WRONG))
+def test_ring_write_rejects(wrong, capsys):
+    _check_all("ring_write", RING_WRONG, wrong, capsys)
+
+
+GAP_WRONG = {
+    "max - min": (lambda q: q.max(axis=1) - q.min(axis=1), "second* best"),
+    "signed first two": (lambda q: q[:, 1] - q[:, 0], "the gap is >= 0"),
+    "first two only": (lambda q: np.abs(q[:, 0] - q[:, 1]), "first two actions only"),
+    "max - mean": (lambda q: q.max(axis=1) - q.mean(axis=1), "max - mean"),
+    "max Q": (lambda q: q.max(axis=1), "the state's value"),
+    "sorted over states": (lambda q: np.sort(q, axis=0)[-1] - np.sort(q, axis=0)[-2], "axis 0"),
+    "distinct values": (lambda q: np.array([np.unique(r)[-1] - np.unique(r)[-2] for r in q]),
+                        "tied best actions"),
+}
+
+
+@pytest.mark.parametrize("wrong", GAP_WRONG, ids=list(GAP_WRONG))
+def test_action_gap_rejects(wrong, capsys):
+    _check_all("action_gap", GAP_WRONG, wrong, capsys)
+
+
+def test_action_gap_accepts_partition(capsys):
+    accepted("action_gap", lambda q: -np.diff(np.partition(q, -2, axis=1)[:, -2:], axis=1)[:, 0] * -1,
+             capsys)
+
+
+def _gap(q):
+    s = np.sort(q, axis=1)
+    return s[:, -1] - s[:, -2]
+
+
+CHANGE_WRONG = {
+    "change of max Q": (lambda b, a: np.abs(a.max(axis=1) - b.max(axis=1)), "max_a Q moved"),
+    "largest single change": (lambda b, a: np.abs(a - b).max(axis=1), "single values moved"),
+    "mean absolute change": (lambda b, a: np.abs(a - b).mean(axis=1), "single values moved"),
+    "change of the gap": (lambda b, a: np.abs(_gap(a) - _gap(b)), "misses flips"),
+    "signed": (lambda b, a: (a - b)[:, 1] - (a - b)[:, 0], "the change is a size"),
+}
+
+
+@pytest.mark.parametrize("wrong", CHANGE_WRONG, ids=list(CHANGE_WRONG))
+def test_relative_change_rejects(wrong, capsys):
+    _check_all("relative_change", CHANGE_WRONG, wrong, capsys)
+
+
+def test_relative_change_accepts_ptp(capsys):
+    accepted("relative_change", lambda b, a: np.ptp(a - b, axis=1), capsys)
+
+
+SOFT_WRONG = {
+    "swapped": (lambda t, o, tau: tau * t + (1 - tau) * o, "weights are swapped"),
+    "keeps all of itself": (lambda t, o, tau: t + tau * o, "keeps 1 - tau"),
+    "moves away": (lambda t, o, tau: t + tau * (t - o), "wrong sign"),
+    "in place, returns None": (lambda t, o, tau: None, "return the new target"),
+}
+
+
+@pytest.mark.parametrize("wrong", SOFT_WRONG, ids=list(SOFT_WRONG))
+def test_soft_update_rejects(wrong, capsys):
+    _check_all("soft_update", SOFT_WRONG, wrong, capsys)
+
+
+@pytest.mark.parametrize("answer,diagnosis", [(np.exp(-1), "still to go"), (1.0, "not a full copy"),
+                                              (None, "[todo]")])
+def test_soft_update_progress_rejects(answer, diagnosis, capsys):
+    out = rejected("soft_update_progress", answer, capsys)
+    assert diagnosis in out
+
+
+def test_soft_update_progress_accepts_1_minus_1_over_e(capsys):
+    accepted("soft_update_progress", 0.634, capsys)
+
+
+def _alive(terminated):
+    first = np.ones((len(terminated), 1), bool)
+    return np.cumprod(np.concatenate([first, ~terminated[:, :-1]], axis=1), axis=1).astype(bool)
+
+
+def _n_step(reward_powers=lambda n, g: g ** np.arange(n), stop=True, boot_power=lambda n: n,
+            boot_when_ended=False):
+    def targets(rewards, terminated, next_q, gamma):
+        n = rewards.shape[1]
+        r = np.where(_alive(terminated), rewards, 0.0) if stop else rewards
+        total = (r * reward_powers(n, gamma)).sum(axis=1)
+        boot = np.ones(len(rewards), bool) if boot_when_ended else ~terminated.any(axis=1)
+        return total + np.where(boot, gamma ** boot_power(n) * next_q.max(axis=1), 0.0)
+    return targets
+
+
+N_STEP_WRONG = {
+    "bootstraps after a terminal": (_n_step(boot_when_ended=True), "must not bootstrap"),
+    "sums past the terminal": (_n_step(stop=False), "belong to the next episode"),
+    "ignores the end": (_n_step(stop=False, boot_when_ended=True), "end is ignored"),
+    "gamma^(n-1)": (_n_step(boot_power=lambda n: n - 1), "not gamma^(n - 1)"),
+    "gamma^(n+1)": (_n_step(boot_power=lambda n: n + 1), "not gamma^(n + 1)"),
+    "first reward discounted": (_n_step(reward_powers=lambda n, g: g ** np.arange(1, n + 1)),
+                                "not discounted"),
+    "max over the batch": (lambda r, t, q, g: q.max(axis=0), "max over the actions"),
+}
+
+
+@pytest.mark.parametrize("wrong", N_STEP_WRONG, ids=list(N_STEP_WRONG))
+def test_n_step_dqn_targets_rejects(wrong, capsys):
+    _check_all("n_step_dqn_targets", N_STEP_WRONG, wrong, capsys)
+
+
+def test_n_step_dqn_targets_accepts_a_loop(capsys):
+    def loop(rewards, terminated, next_q, gamma):
+        out = []
+        for r, done, q in zip(rewards, terminated, next_q):
+            total, discount = 0.0, 1.0
+            for k in range(len(r)):
+                total += discount * r[k]
+                discount *= gamma
+                if done[k]:
+                    break
+            else:
+                total += discount * q.max()
+            out.append(total)
+        return np.array(out)
+    accepted("n_step_dqn_targets", loop, capsys)
+
+
+STABLE_WRONG = {
+    "only the upper edge": (lambda a: (0.0, 0.5), "small gammas diverge too"),
+    "swapped": (lambda a: (0.5, max(0.0, 0.5 - 1 / a)), "other way round"),
+    "not clipped at 0": (lambda a: (0.5 - 1 / a, 0.5), "clip the lower end at 0"),
+    "factor 2": (lambda a: (max(0.0, 0.5 - 2 / a), 0.5), "exactly"),
+    "a grid": (lambda a: (round(max(0.0, 0.5 - 1 / a) + 0.01, 2), 0.5), "a grid only brackets"),
+    "a number": (lambda a: 0.5, "return the pair"),
+}
+
+
+@pytest.mark.parametrize("wrong", STABLE_WRONG, ids=list(STABLE_WRONG))
+def test_stable_gamma_range_rejects(wrong, capsys):
+    _check_all("stable_gamma_range", STABLE_WRONG, wrong, capsys)
+
+
+@pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "is >= 0"), ("D", "features"),
+                                              ("E", "one of the letters"), (None, "[todo]")])
+def test_triad_overshoot_why_rejects(answer, diagnosis, capsys):
+    out = rejected("triad_overshoot_why", answer, capsys)
+    assert diagnosis in out
+
+
+def test_triad_overshoot_why_accepts_b(capsys):
+    accepted("triad_overshoot_why", " b", capsys)
+
+
+# ================================================================ lesson 08: REINFORCE
+
+def _pi(logits, axis=1):
+    z = np.exp(logits - logits.max(axis=axis, keepdims=True))
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+def _onehot(logits, actions):
+    return np.eye(logits.shape[1])[actions]
+
+
+SCORE_WRONG = {
+    "overflows": (lambda z, a: _onehot(z, a) - np.exp(z) / np.exp(z).sum(axis=1, keepdims=True), "NaN"),
+    "sign": (lambda z, a: _pi(z) - _onehot(z, a), "sign is flipped"),
+    "e_a alone": (lambda z, a: _onehot(z, a), "e_a alone"),
+    "1/A": (lambda z, a: _onehot(z, a) - 1.0 / z.shape[1], "subtracted 1/A"),
+    "-pi alone": (lambda z, a: -_pi(z), "one-hot e_a of the taken action is missing"),
+    "softmax over the batch": (lambda z, a: _onehot(z, a) - _pi(z, axis=0), "not over the batch"),
+    "log pi": (lambda z, a: np.log(np.maximum(_pi(z), 1e-300)), "that is log pi"),
+}
+
+
+@pytest.mark.parametrize("wrong", SCORE_WRONG, ids=list(SCORE_WRONG))
+def test_softmax_score_rejects(wrong, capsys):
+    _check_all("softmax_score", SCORE_WRONG, wrong, capsys)
+
+
+def _rtg(rewards, gamma):
+    out, g = np.zeros(len(rewards)), 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        g = rewards[t] + gamma * g
+        out[t] = g
+    return out
+
+
+RTG_WRONG = {
+    "whole return": (lambda r, g: np.full(len(r), _rtg(r, g)[0]), "whole episode's return"),
+    "the past": (lambda r, g: np.array([sum(g**k * x for k, x in enumerate(r[:t + 1][::-1]))
+                                        for t in range(len(r))]), "up to t (the past)"),
+    "discounted from the start": (lambda r, g: g ** np.arange(len(r)) * _rtg(r, g), "restarts at t"),
+    "no gamma": (lambda r, g: np.cumsum(r[::-1])[::-1], "gamma is missing"),
+    "excludes r_t": (lambda r, g: _rtg(r, g) - r, "includes r_t"),
+}
+
+
+@pytest.mark.parametrize("wrong", RTG_WRONG, ids=list(RTG_WRONG))
+def test_reward_to_go_rejects(wrong, capsys):
+    _check_all("reward_to_go", RTG_WRONG, wrong, capsys)
+
+
+def _grads(obs, actions, weights, mask, W, use_mask=True, sign=1.0, average=False):
+    logits = obs @ W["w"] + W["b"]
+    score = sign * (np.eye(logits.shape[-1])[actions] - _pi(logits, axis=-1))
+    psi = np.where(mask, weights, 0.0) if use_mask else weights
+    weighted = score * psi[..., None]
+    w = np.einsum("tnd,tna->nda", obs, weighted)
+    b = weighted.sum(axis=0)
+    if average:
+        lengths = mask.sum(axis=0)
+        w, b = w / lengths[:, None, None], b / lengths[:, None]
+    return {"w": w, "b": b}
+
+
+GRADIENTS_WRONG = {
+    "forgot the mask": (lambda *a: _grads(*a, use_mask=False), "padding steps"),
+    "sign": (lambda *a: _grads(*a, sign=-1.0), "sign is flipped"),
+    "averaged over steps": (lambda *a: _grads(*a, average=True), "averaged over each episode"),
+    "transposed": (lambda *a: {"w": _grads(*a)["w"].transpose(0, 2, 1), "b": _grads(*a)["b"]},
+                   "not its transpose"),
+    "mean over episodes": (lambda *a: {"w": _grads(*a)["w"].mean(0), "b": _grads(*a)["b"].mean(0)},
+                           "one estimate per episode"),
+    "no bias gradient": (lambda *a: {"w": _grads(*a)["w"], "b": np.zeros_like(_grads(*a)["b"])},
+                         "w is right"),
+    "only w": (lambda *a: {"w": _grads(*a)["w"]}, "return a dict like W"),
+}
+
+
+@pytest.mark.parametrize("wrong", GRADIENTS_WRONG, ids=list(GRADIENTS_WRONG))
+def test_episode_gradients_rejects(wrong, capsys):
+    _check_all("episode_gradients", GRADIENTS_WRONG, wrong, capsys)
+
+
+def test_episode_gradients_match_the_reference_estimator(capsys):
+    import rlcourse as rc
+
+    rng = np.random.default_rng(0)
+    T, N = 4, 3
+    mask = np.arange(T)[:, None] < np.array([4, 2, 3])[None, :]
+    obs, actions = rng.normal(size=(T, N, 4)), rng.integers(0, 2, (T, N))
+    weights = np.where(mask, rng.normal(size=(T, N)), 0.0)
+    W = rc.linear_init(4, 2, seed=1, dtype=np.float64)
+    ours = exercises.get("episode_gradients").reference(obs, actions, weights, mask, W)
+    theirs = rc.policy_gradient_estimate(rc.linear, W, obs, actions, weights, mask, per_episode=True)
+    flat = np.concatenate([ours[k].reshape(N, -1) for k in W], axis=1)  # W's own key order
+    np.testing.assert_allclose(flat, theirs, rtol=1e-10, atol=1e-12)
+
+
+def _loo(returns, mask, self_in=False, over_all=False, baseline_only=False, pad=0.0):
+    g = np.where(mask, returns, 0.0)
+    if self_in:
+        b = g.sum(axis=1, keepdims=True) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+    elif over_all:
+        b = (g.sum(axis=1, keepdims=True) - g) / (g.shape[1] - 1)
+    else:
+        others = mask.sum(axis=1, keepdims=True) - mask
+        b = np.divide(g.sum(axis=1, keepdims=True) - g, others, out=np.zeros_like(g),
+                      where=others > 0)
+    out = b if baseline_only else g - b
+    return np.where(mask, out, pad)
+
+
+LOO_WRONG = {
+    "padding not 0": (lambda r, m: _loo(r, m, pad=1.0), "give them weight 0"),
+    "includes itself": (lambda r, m: _loo(r, m, self_in=True), "own G_t"),
+    "finished episodes too": (lambda r, m: _loo(r, m, over_all=True), "finished episodes too"),
+    "returns the baseline": (lambda r, m: _loo(r, m, baseline_only=True), "that is the baseline"),
+}
+
+
+@pytest.mark.parametrize("wrong", LOO_WRONG, ids=list(LOO_WRONG))
+def test_leave_one_out_weights_rejects(wrong, capsys):
+    _check_all("leave_one_out_weights", LOO_WRONG, wrong, capsys)
+
+
+def test_leave_one_out_weights_equal_the_reference_trainers(capsys):
+    import rlcourse as rc
+
+    rng = np.random.default_rng(2)
+    mask = np.arange(5)[:, None] < np.array([5, 3, 1, 4])[None, :]
+    rewards = np.where(mask, rng.normal(size=(5, 4)), 0.0)
+    g = rc.reinforce_weights(rewards, mask, 0.9, baseline=False)
+    ours = exercises.get("leave_one_out_weights").reference(g, mask)
+    np.testing.assert_allclose(ours, rc.reinforce_weights(rewards, mask, 0.9), atol=1e-12)
+
+
+BEST_BASELINE_WRONG = {
+    "mean return": (lambda s, g: float(np.mean(g)), "usual choice, not the best"),
+    "divided by N": (lambda s, g: float(np.mean(s * g)), "divide by the sum of the weights"),
+    "not squared": (lambda s, g: float((np.sqrt(s) * g).sum() / np.sqrt(s).sum()), "squared norms"),
+    "an array": (lambda s, g: s * g / s.sum(), "return one number"),
+}
+
+
+@pytest.mark.parametrize("wrong", BEST_BASELINE_WRONG, ids=list(BEST_BASELINE_WRONG))
+def test_best_constant_baseline_rejects(wrong, capsys):
+    _check_all("best_constant_baseline", BEST_BASELINE_WRONG, wrong, capsys)
+
+
+def _corridor(went_right, p, gamma, discount=True, whole=False, sign=1.0, score_flip=False,
+              undiscounted_g=False):
+    T = len(went_right)
+    scores = np.where(went_right, p, p - 1.0) if score_flip else np.where(went_right, 1 - p, -p)
+    G = _rtg(-np.ones(T), 1.0 if undiscounted_g else gamma)
+    if whole:
+        G = np.full(T, G[0])
+    disc = gamma ** np.arange(T) if discount else 1.0
+    return sign * float(np.sum(disc * scores * G))
+
+
+CORRIDOR_WRONG = {
+    "no gamma^t": (lambda w, p, g: _corridor(w, p, g, discount=False), "biased G_t form"),
+    "whole return": (lambda w, p, g: _corridor(w, p, g, discount=False, whole=True), "whole return G_0"),
+    "sign": (lambda w, p, g: _corridor(w, p, g, sign=-1.0), "sign is flipped"),
+    "score flipped": (lambda w, p, g: _corridor(w, p, g, score_flip=True), "d log p / d theta"),
+    "G_t not discounted": (lambda w, p, g: _corridor(w, p, g, undiscounted_g=True), "G_t is discounted too"),
+}
+
+
+@pytest.mark.parametrize("wrong", CORRIDOR_WRONG, ids=list(CORRIDOR_WRONG))
+def test_corridor_episode_gradient_rejects(wrong, capsys):
+    _check_all("corridor_episode_gradient", CORRIDOR_WRONG, wrong, capsys)
+
+
+def test_corridor_episode_gradient_accepts_a_loop(capsys):
+    def loop(went_right, p, gamma):
+        total, T = 0.0, len(went_right)
+        for t in range(T):
+            g = sum(-(gamma ** (k - t)) for k in range(t, T))
+            score = (1 - p) if went_right[t] else -p
+            total += gamma**t * g * score
+        return total
+    accepted("corridor_episode_gradient", loop, capsys)
+
+
+def _exact(theta, gamma, true_visits=True, g_visits=False, factor=True):
+    p = 1 / (1 + np.exp(-theta))
+    P = np.zeros((3, 2, 3))
+    P[0, 0, 0] = P[0, 1, 1] = P[1, 0, 2] = P[1, 1, 0] = P[2, 0, 1] = 1.0
+    P_pi = (1 - p) * P[:, 0] + p * P[:, 1]
+    V = np.linalg.solve(np.eye(3) - gamma * P_pi, -np.ones(3))
+    Q = -1 + gamma * P @ V
+    inner = (p * (1 - p) if factor else 1.0) * (Q[:, 1] - Q[:, 0])
+    disc = np.linalg.solve((np.eye(3) - gamma * P_pi).T, np.eye(3)[0])
+    plain = np.linalg.solve((np.eye(3) - P_pi).T, np.eye(3)[0])
+    return float((disc if true_visits else plain) @ inner), float((plain if not g_visits else disc) @ inner)
+
+
+EXACT_WRONG = {
+    "swapped": (lambda th, g: _exact(th, g)[::-1], "the two are swapped"),
+    "plain visits for both": (lambda th, g: _exact(th, g, true_visits=False), "both use the plain"),
+    "discounted for both": (lambda th, g: _exact(th, g, g_visits=True), "both use the discounted"),
+    "no p(1-p)": (lambda th, g: _exact(th, g, factor=False), "missing the factor p (1 - p)"),
+    "one number": (lambda th, g: _exact(th, g)[0], "return the pair"),
+}
+
+
+@pytest.mark.parametrize("wrong", EXACT_WRONG, ids=list(EXACT_WRONG))
+def test_corridor_exact_gradients_rejects(wrong, capsys):
+    _check_all("corridor_exact_gradients", EXACT_WRONG, wrong, capsys)
+
+
+def test_corridor_exact_gradient_is_the_finite_difference_of_the_value():
+    ref = exercises.get("corridor_exact_gradients").reference
+    for theta, gamma in ((0.0, 0.9), (-1.0, 0.8), (0.7, 0.99)):
+        def J(th, gamma=gamma):
+            p = 1 / (1 + np.exp(-th))
+            P = np.zeros((3, 2, 3))
+            P[0, 0, 0] = P[0, 1, 1] = P[1, 0, 2] = P[1, 1, 0] = P[2, 0, 1] = 1.0
+            P_pi = (1 - p) * P[:, 0] + p * P[:, 1]
+            return np.linalg.solve(np.eye(3) - gamma * P_pi, -np.ones(3))[0]
+        fd = (J(theta + 1e-6) - J(theta - 1e-6)) / 2e-6
+        true, biased = ref(theta, gamma)
+        assert np.isclose(true, fd, rtol=1e-5) and not np.isclose(biased, fd, rtol=0.05)
+
+
+@pytest.mark.parametrize("answer,diagnosis", [("A", "biases"), ("C", "counts it once"),
+                                              ("D", "not the reason"), ("Z", "one of the letters")])
+def test_leave_one_out_why_rejects(answer, diagnosis, capsys):
+    out = rejected("leave_one_out_why", answer, capsys)
+    assert diagnosis in out
+
+
+@pytest.mark.parametrize("answer,diagnosis", [
+    (0.5, "no learning happened"),          # theta never moved from 0
+    (1.0 - 0.597, "went downhill"),         # theta -= lr * gradient
+    (0.99, "deterministic policy"),         # a step size that runs p to 1
+    (0.52, "not at the optimum yet"),       # too few steps
+    ("B", "one number"),
+])
+def test_corridor_learned_p_rejects_no_learning(answer, diagnosis, capsys):
+    assert not exercises.check("corridor_learned_p", answer)
+    assert diagnosis in capsys.readouterr().out
+
+
+def test_corridor_learned_p_accepts_the_optimum():
+    best = exercises.get("corridor_learned_p").reference()
+    assert abs(best - 0.597) < 1e-9
+    assert exercises.check("corridor_learned_p", best + 0.02)
