@@ -54,6 +54,16 @@ def _rewards(reward_fn: Callable, tokens: np.ndarray, mask: np.ndarray) -> np.nd
 _BASELINES = ("group", "leave_one_out")
 
 
+def _rloo_scaled(rewards, group_size, scale):
+    """RLOO's advantage, divided by the same std as GRPO's when ``scale`` asks for one."""
+    advantages = rloo_advantages(rewards, group_size)
+    if scale in (False, "none"):
+        return advantages
+    centred = grpo_advantages(rewards, group_size, scale=False)
+    scaled = grpo_advantages(rewards, group_size, scale=scale)
+    return advantages * np.divide(scaled, centred, out=np.zeros_like(centred), where=centred != 0)
+
+
 def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, opt_state,
               group_size: int = 8, kl_coef: float = 0.04, max_new: int = 4, epochs: int = 1,
               clip: float = 0.2, aggregate: str = "token", scale=True, baseline: str = "group",
@@ -83,10 +93,8 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     rewards = _rewards(reward_fn, tokens, mask)
     if baseline == "group":
         advantages = grpo_advantages(rewards, group_size, scale=scale)
-    elif scale in (False, "none"):
-        advantages = rloo_advantages(rewards, group_size)
-    else:  # RLOO's advantage is G/(G-1) times r - mean_g; divided by the same std as GRPO's
-        advantages = grpo_advantages(rewards, group_size, scale=scale) * group_size / (group_size - 1)
+    else:
+        advantages = _rloo_scaled(rewards, group_size, scale)
     old = {}
     if epochs > 1:
         old["logits"] = lm_logits(policy, tokens)[:, :-1]
