@@ -141,8 +141,10 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     replacement from ``prompts`` ``[N, P]``, ``group_size`` samples each (so
     ``prompts_per_step * group_size`` completions per iteration).
 
-    ``ref`` stays frozen (usually the SFT model ``policy`` starts from). The default ``lr`` is
-    1.5e-3: the course's transformer collapses in GRPO above about 2e-3. ``callback(info)``, if
+    ``ref`` stays frozen (usually the SFT model ``policy`` starts from). The default ``lr``,
+    1.5e-3, is a cautious one: on lesson 14's reversal task (100 iterations of 8 prompts x 8
+    samples, ``kl_coef=0.04``, seeds 0-5) held-out pass@1 rose with the rate up to 3e-3, the
+    best mean over the six seeds; at 6e-3 two of the six seeds collapsed. ``callback(info)``, if
     given, runs after every iteration with a dict: ``iteration`` (0-based), ``params`` (the
     current policy), ``rewards`` (the iteration's ``[prompts_per_step * group_size]`` rewards,
     group by group) and its figures (the fields of ``GRPOHistory``); returning
