@@ -137,6 +137,10 @@ def test_kl_estimators_k3_without_minus_one(capsys):
     rejects("kl_estimators", estimators(k3=lambda d: np.exp(d) - d), capsys, "without the -1")
 
 
+def test_kl_estimators_k3_plus_d(capsys):  # review F10: was only "expected x, got y"
+    rejects("kl_estimators", estimators(k3=lambda d: np.exp(d) + d - 1), capsys, "you added d")
+
+
 # ---------------------------------------------------------------- token_aggregation
 
 def aggregate(*, times_mask=False, mean_all=False, pad_in_sums=False, grpo_as="seq", dapo_as="tok",
@@ -151,7 +155,9 @@ def aggregate(*, times_mask=False, mean_all=False, pad_in_sums=False, grpo_as="s
         forms = {"seq": float(np.mean(x.sum(axis=1) / counts)), "tok": float(x.sum() / counts.sum()),
                  "seqsum": float(np.sum(x.sum(axis=1) / counts)),
                  "const": float(x.sum() / (b * (max_completion_length or 1))),
-                 "width": float(x.sum() / (b * t)), "longest": float(x.sum() / (b * counts.max())),
+                 "width": float(x.sum() / (b * t)),
+                 "rowwidth": float(np.mean(x.sum(axis=1) / t)),
+                 "longest": float(x.sum() / (b * counts.max())),
                  "nobatch": float(x.sum() / (max_completion_length or 1))}
         if mean_all:
             return float(np.mean(per_token))
@@ -177,6 +183,11 @@ def test_aggregation_over_padding(capsys):
 def test_aggregation_that_swaps_grpo_and_dapo(capsys):
     rejects("token_aggregation", aggregate(grpo_as="tok"), capsys, "that was 'dapo'")
     rejects("token_aggregation", aggregate(dapo_as="seq"), capsys, "that was 'grpo' (the sequence mean)")
+
+
+def test_sequence_mean_over_the_array_width(capsys):  # review F10: was only "expected x, got y"
+    rejects("token_aggregation", aggregate(grpo_as="rowwidth"), capsys,
+            "divided each completion's sum by the array's width")
 
 
 def test_aggregation_that_sums_over_completions(capsys):
@@ -312,7 +323,16 @@ def test_pass_at_k_with_inf_over_inf_is_nan(capsys):
 
 
 def test_pass_at_k_plug_in(capsys):
-    rejects("pass_at_k", lambda n, c, k: 1 - (1 - c / n) ** k, capsys, "that is the plug-in")
+    out = rejects("pass_at_k", lambda n, c, k: 1 - (1 - c / n) ** k, capsys, "that is the plug-in")
+    # review F9: on n=20, c=18, k=5 the plug-in (0.99999) was diagnosed as an off-by-one
+    assert "off by one" not in out, out
+
+
+def test_pass_at_k_plug_in_near_one(capsys):
+    assert not exercises.check("pass_at_k", lambda n, c, k: 1 - (1 - c / n) ** k if c == 18 else
+                               float(rc.pass_at_k(n, c, k)))
+    out = capsys.readouterr().out
+    assert "that is the plug-in" in out and "off by one" not in out, out
 
 
 def test_pass_at_k_as_pass_at_1(capsys):

@@ -251,6 +251,16 @@ def test_rloo_advantages_leave_one_out():
         rc.rloo_advantages(np.zeros(4), 1)
 
 
+def test_scaled_rloo_is_rloo_over_grpos_std():
+    from rlcourse.posttrain.grpo import _rloo_scaled
+    r = np.r_[np.random.default_rng(2).integers(0, 2, size=24).astype(float), np.ones(8)]
+    for scale in (True, "group", "batch"):
+        np.testing.assert_allclose(_rloo_scaled(r, 8, scale), 8 / 7 * rc.grpo_advantages(r, 8, scale=scale),
+                                   atol=1e-12)
+    np.testing.assert_allclose(_rloo_scaled(r, 8, False), rc.rloo_advantages(r, 8))
+    assert (_rloo_scaled(r, 8, True)[-8:] == 0).all()
+
+
 def test_grpo_advantages_batch_scale_uses_one_std():
     rewards = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0])
     centred = rc.grpo_advantages(rewards, 4, scale="none")

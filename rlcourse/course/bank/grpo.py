@@ -147,6 +147,9 @@ def _kl_estimators_explain(case, got, expected):
             return "k3 = exp(d) - d - 1 with d = ref_logp - logp; you flipped d"
         if _matches(k3, np.exp(d) - d):
             return "k3 = exp(d) - d - 1: without the -1 it is 1, not 0, where the policy equals the reference"
+        if _matches(k3, np.exp(d) + d - 1):
+            return ("k3 = exp(d) - d - 1: you added d; the -d is what makes k3 >= 0 "
+                    "(exp(d) >= 1 + d) and 0 where the policy equals the reference")
     return None
 
 
@@ -208,6 +211,9 @@ def _aggregation_explain(case, got, expected):
                 "sequence mean)")
     if loss_type == "grpo" and _matches(got, float(np.sum(x.sum(axis=1) / counts))):
         return "after averaging each completion, average over the completions (divide by B)"
+    if loss_type == "grpo" and _matches(got, float(np.mean(x.sum(axis=1) / t))):
+        return ("you divided each completion's sum by the array's width; 'grpo' divides by that "
+                "completion's own number of action tokens, mask.sum(axis=1)")
     if loss_type == "dr_grpo":
         length = case.args[3]
         if _matches(got, tok_mean):
@@ -422,14 +428,16 @@ def _pass_at_k_explain(case, got, expected):
     if np.isnan(got):
         return ("NaN: C(n, k) overflowed (inf / inf); use the product form "
                 "1 - prod_{i=n-c+1}^{n} (1 - k/i), or exact integers (math.comb)")
-    if np.isclose(got, 1 - (1 - c / n) ** k) and not np.isclose(got, expected):
+    # exact comparisons (_matches), tried in this order: near 1 the plug-in and the off-by-one
+    # product are both within np.isclose's default tolerance of the right answer
+    if _matches(got, 1 - (1 - c / n) ** k) and not _matches(got, expected):
         return ("that is the plug-in 1 - (1 - c/n)^k, which treats the k tries as drawn with "
                 "replacement; it is biased low: use 1 - C(n-c, k)/C(n, k)")
-    if np.isclose(got, c / n) and k > 1:
+    if _matches(got, c / n) and k > 1:
         return "c/n is pass@1; pass@k is the chance that k of the n samples include a pass"
     lo = 1.0 - math.prod(1.0 - k / i for i in range(n - c, n + 1)) if n - c >= 1 else None
     hi = 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n)) if c >= 1 else None
-    if (lo is not None and np.isclose(got, lo)) or (hi is not None and np.isclose(got, hi)):
+    if (lo is not None and _matches(got, lo)) or (hi is not None and _matches(got, hi)):
         return "off by one in the product: i runs from n - c + 1 to n (c factors)"
     return None
 
