@@ -619,7 +619,8 @@ for name, c in curves.items():
     for ax, col in zip(axes, (ACC, FORMED)):
         ax.plot(steps, np.median(c[:, :, col], axis=0), "o-", color=colors[name], label=name)
         ax.fill_between(steps, c[:, :, col].min(0), c[:, :, col].max(0), color=colors[name], alpha=0.15)
-axes[1].axhline(ref_formed, color="grey", ls="--", label="reference")
+axes[1].axhline(ref_formed, color="grey", ls="--")
+axes[1].text(150, ref_formed - 0.02, "reference", ha="right", va="top", fontsize=9, color="grey")
 axes[0].set_ylabel("held-out implicit-reward accuracy")
 axes[1].set_ylabel("well-formed samples (fraction)")
 for ax in axes:
@@ -627,8 +628,7 @@ for ax in axes:
     ax.set_ylim(0, 1.02)
 axes[0].set_title("Held-out accuracy: every setting ranks most pairs right...", fontsize=10)
 axes[1].set_title("...but not every one writes well (median; band: 3 seeds)", fontsize=10)
-axes[0].legend(fontsize=8, loc="lower right")
-axes[1].legend(fontsize=8, loc="lower right")
+axes[0].legend(fontsize=8, loc="lower right")  # the same colours in both panels
 fig.tight_layout()
 plt.show()
 
@@ -768,14 +768,14 @@ assert rc.exercises.check("dpo_accuracy_question", lambda: accuracy_answer)
 #
 # | term | what people say | what it actually means |
 # |---|---|---|
-# | DPO | "RLHF without RL" | maximum likelihood of the preference labels under Bradley-Terry, with the reward written as $\beta\log(\pi/\pi_\text{ref})$; its optimum is the optimum of KL-regularised RLHF |
+# | DPO | "RLHF without RL" | maximum likelihood of the preference labels under Bradley-Terry, with the reward written as $\beta\log(\pi/\pi_\text{ref})$; its optimum is the optimum of KL-regularised RLHF when every pair of answers is covered, and only loosely tied to it with finitely many pairs |
 # | implicit reward | "the DPO reward" | $\beta\log\frac{\pi(y\mid x)}{\pi_\text{ref}(y\mid x)}$: defined up to a per-prompt constant, so only differences between answers to one prompt mean anything |
 # | reward accuracy | "how often it prefers the chosen one" | the fraction of pairs whose chosen answer has the strictly larger implicit reward; exactly 0 at the start, and high for a model whose samples are broken |
 # | true score, well-formed rate | "the eval" | what the model's own samples are worth to a scorer it never saw; the figures that judge a preference-trained model |
 # | margin | "how sure the model is" | $z$, the difference of the two log-ratios; DPO drives it up without bound on deterministic pairs |
 # | $\beta$ | "the KL coefficient" | the price of drift from the reference; a small $\beta$ lets the policy drift further at the same budget |
 # | reward-vs-KL frontier | "the trade-off curve" | true score of samples against their KL from the reference; compare settings at equal budgets |
-# | over-optimisation | "reward hacking" | the implicit (or learned) reward keeps improving while the true score falls |
+# | over-optimisation | "reward hacking" | the implicit (or learned) reward keeps improving while the true score, after rising, falls (this lesson shows only the overfitting of few pairs, where it never rises) |
 # | reference model | "the frozen copy" | the SFT model the policy starts from and is measured against; never updated |
 # | IPO | "DPO with a squared loss" | regresses the length-averaged margin onto $1/(2\tau)$, so it stays finite even when one answer always wins |
 # | label smoothing / cDPO | "robust DPO" | assumes each label is flipped with probability $\varepsilon$; the margin stops at $\log\frac{1-\varepsilon}{\varepsilon}/\beta$ |
