@@ -620,7 +620,7 @@ for name, c in curves.items():
         ax.plot(steps, np.median(c[:, :, col], axis=0), "o-", color=colors[name], label=name)
         ax.fill_between(steps, c[:, :, col].min(0), c[:, :, col].max(0), color=colors[name], alpha=0.15)
 axes[1].axhline(ref_formed, color="grey", ls="--")
-axes[1].text(150, ref_formed - 0.02, "reference", ha="right", va="top", fontsize=9, color="grey")
+axes[1].text(75, ref_formed + 0.015, "reference", ha="center", va="bottom", fontsize=9, color="grey")
 axes[0].set_ylabel("held-out implicit-reward accuracy")
 axes[1].set_ylabel("well-formed samples (fraction)")
 for ax in axes:
