@@ -49,7 +49,30 @@ DPO_WRONG = {
     "rewards without beta": (_dpo(reward_scale=False), "you left out beta"),
     "a tie counts as a win": (_dpo(win=np.greater_equal), "a tie is not a win"),
     "returns only the loss": (lambda *a: _dpo()(*a)[0], "return the tuple"),
+    # review F12: each of these has the right rewards; at beta = 1 they were told "you left out beta"
+    "margin clipped to +-30": (_dpo(loss_of_z=lambda z, b: _nlsig(np.clip(b * z, -30, 30))),
+                               "clipped the margin"),
 }
+
+
+def _mean_margin_dpo(pc, pr, rc_, rr, beta):
+    c, r = beta * (pc - rc_), beta * (pr - rr)
+    return float(_nlsig(np.mean(c - r))), c, r, float(np.mean(c > r))
+
+
+def _count_accuracy_dpo(pc, pr, rc_, rr, beta):
+    loss, c, r, _ = _dpo()(pc, pr, rc_, rr, beta)
+    return loss, c, r, float(np.sum(c > r))
+
+
+DPO_WRONG["loss of the batch-mean margin"] = (_mean_margin_dpo, "not the loss of the batch's mean margin")
+DPO_WRONG["accuracy as a count"] = (_count_accuracy_dpo, "not a count")
+
+
+def test_dpo_loss_no_beta_diagnosis_for_right_rewards(capsys):
+    """F12: a wrong answer whose rewards are right is never told it left out beta."""
+    for fn in (_mean_margin_dpo, _count_accuracy_dpo, DPO_WRONG["margin clipped to +-30"][0]):
+        assert "left out beta" not in rejected("dpo_loss", fn, capsys)
 
 
 @pytest.mark.parametrize("wrong", DPO_WRONG, ids=list(DPO_WRONG))
@@ -99,9 +122,14 @@ def _log_softmax(x):
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
 
-def _kl(reverse=False, counted=lambda m: m[:, 1:], reduce="sum", stable=True):
+def _kl(reverse=False, counted=lambda m: m[:, 1:], reduce="sum", stable=True, shift=None):
     def fn(pol, ref, mask):
-        if stable:
+        if shift is not None:
+            def ls(x):
+                x = x - shift(x, axis=-1, keepdims=True)
+                return x - np.log(np.exp(x).sum(-1, keepdims=True))
+            lp, lq = ls(pol), ls(ref)
+        elif stable:
             lp, lq = _log_softmax(pol), _log_softmax(ref)
         else:
             lp = np.log(np.exp(pol) / np.exp(pol).sum(-1, keepdims=True))
@@ -127,6 +155,8 @@ KL_WRONG = {
     "mean over positions": (_kl(reduce="mean"), "averaged over the answer's positions"),
     "one number for the batch": (_kl(reduce="batch"), "one KL per answer"),
     "unstable softmax": (_kl(stable=False), "overflows"),
+    # review F14: subtracting the row mean passes logits that are all large, not one large logit
+    "row mean instead of max": (_kl(shift=np.mean), "The max, not the mean"),
 }
 
 
@@ -173,7 +203,7 @@ def test_simpo_loss_accepts_the_right_answer(capsys):
 # ================================================================ exercise 2: the KL-regularised optimum
 
 def _optimum(exponent=lambda r, b: r / b, normalise=True, stable=True, reverse=False,
-             reward_under_ref=False, skip_zero=True):
+             reward_under_ref=False, skip_zero=True, log=np.log):
     def fn(ref, reward, beta):
         with np.errstate(divide="ignore"):
             log_w = np.log(ref) + exponent(reward, beta)
@@ -185,7 +215,7 @@ def _optimum(exponent=lambda r, b: r / b, normalise=True, stable=True, reverse=F
                 live = ref > 0
                 kl = float(np.sum(ref[live] * np.log(ref[live] / pol[live])))
             else:
-                kl = float(np.sum(pol[live] * np.log(pol[live] / ref[live])))
+                kl = float(np.sum(pol[live] * log(pol[live] / ref[live])))
         return pol, float((ref if reward_under_ref else pol) @ reward), kl
     return fn
 
@@ -198,7 +228,14 @@ OPTIMUM_WRONG = {
     "KL(ref || pi)": (_optimum(reverse=True), "KL(ref || pi)"),
     "reward under the reference": (_optimum(reward_under_ref=True), "under the new policy"),
     "returns only the policy": (lambda *a: _optimum()(*a)[0], "return the tuple"),
+    # review F13: at beta = 1 this was told "the exponent is reward / beta"
+    "KL in bits": (_optimum(log=np.log2), "in bits"),
 }
+
+
+def test_kl_regularised_optimum_bits_not_blamed_on_the_exponent(capsys):
+    out = rejected("kl_regularised_optimum", _optimum(log=np.log2), capsys)
+    assert "exponent is reward / beta" not in out
 
 
 @pytest.mark.parametrize("wrong", OPTIMUM_WRONG, ids=list(OPTIMUM_WRONG))
@@ -243,15 +280,27 @@ def test_cdpo_gradient_accepts_the_right_answer(capsys):
     accepted("cdpo_gradient", _cdpo(), capsys)
 
 
+def test_cdpo_gradient_accepts_the_textbook_sigmoid(capsys):
+    """Review F15, answered: 1/(1+exp(-x)) is exact in float64 at |x| = 1000 (it only warns), so it
+    is a right answer, not an unstable one."""
+    def textbook(pc, pr, rc_, rr, beta, eps):
+        z = (pc - rc_) - (pr - rr)
+        with np.errstate(over="ignore"):
+            s = 1 / (1 + np.exp(-beta * z))
+        d = beta * (s - (1 - eps)) / len(z)
+        return d, -d
+    accepted("cdpo_gradient", textbook, capsys)
+
+
 # ================================================================ exercise 4: the accuracy question
 
 @pytest.mark.parametrize("answer,diagnosis", [
-    ("b", "held-out pairs"), ("c", "exactly 0 at step 0"), ("d", "deterministic annotator"),
+    ("a", "rejected"), ("c", "held-out pairs"), ("d", "exactly 0 at step 0"),
     ("e", "answer with one of"), (None, "not answered yet"),
 ])
 def test_accuracy_question_rejects(answer, diagnosis, capsys):
     assert diagnosis in rejected("dpo_accuracy_question", lambda: answer, capsys)
 
 
-def test_accuracy_question_accepts_a(capsys):
-    accepted("dpo_accuracy_question", lambda: " A ", capsys)
+def test_accuracy_question_accepts_b(capsys):
+    accepted("dpo_accuracy_question", lambda: " B ", capsys)

@@ -50,7 +50,8 @@ for prompt, answer in [("praise film", "great fun and"), ("roast film", "great f
 # answers of three random words: it mostly writes well-formed answers but does not care about
 # tone. Preference pairs are two samples from it for the same prompt, labelled by the annotator
 # (ties dropped). Held-out pairs, drawn the same way, measure whether a ranking carries over to
-# answers the model never trained on.
+# pairs the model never trained on: the same eight prompts, and mostly answers that no
+# training pair holds (the overlap is printed below).
 #
 # The figures that matter are about *samples*: `rc.rate_samples` draws one answer per prompt
 # (64 per prompt here) and returns each answer's true score, whether it is well-formed, and its
@@ -76,10 +77,20 @@ def sample_pairs(n):
     return rc.make_preference_pairs(a, mask_a, b, mask_b, score_a, score_b)
 
 
+def keys(tokens, mask):
+    """One hashable key per row: its prompt and answer tokens (padding after EOS left out)."""
+    ends = np.argmax(mask, axis=1) + mask.sum(axis=1)
+    return [row[:end].tobytes() for row, end in zip(tokens, ends)]
+
+
 train_pairs, held_out = sample_pairs(800), sample_pairs(400)
 print(f"{len(train_pairs)} training pairs, {len(held_out)} held-out pairs (ties dropped)")
 for i in range(3):
     print(f"  {tok.decode(train_pairs.chosen[i])!r:36} beats {tok.decode(train_pairs.rejected[i][3:])!r}")
+seen = set(keys(train_pairs.chosen, train_pairs.chosen_mask) + keys(train_pairs.rejected, train_pairs.rejected_mask))
+held_keys = set(keys(held_out.chosen, held_out.chosen_mask) + keys(held_out.rejected, held_out.rejected_mask))
+print(f"held-out (prompt, answer) combinations also in a training pair: {len(held_keys & seen)} of "
+      f"{len(held_keys)} ({len(held_keys & seen) / len(held_keys):.0%})")
 
 eval_ids = tok.encode_prompts([p for p in task.prompts for _ in range(64)])
 
@@ -100,12 +111,23 @@ assert ref_kl == 0.0 and ref_formed > 0.8
 # You have pairs, not rewards. The obvious move is to push the chosen answer's log-probability
 # up and the rejected one's down: minimise $-(\log\pi(y_c\mid x) - \log\pi(y_r\mid x))$. Nothing
 # stops this loss: a rejected answer's log-probability can fall forever, and the model is free
-# to wander as far from the reference as it likes. Train it on three seeds for 100 steps, and
-# judge it two ways: by the *implicit-reward accuracy* on held-out pairs (does
-# $\log\frac{\pi}{\pi_\text{ref}}$ rank the chosen answer higher? the figure DPO trainers
-# report), and by its samples.
+# to wander as far from the reference as it likes. Train it on three seeds for 150 steps of 32
+# pairs (the budget every method in this lesson gets), and judge it at steps 25, 50, 100 and
+# 150 two ways: by the *implicit-reward accuracy* on held-out pairs (does
+# $\log\frac{\pi}{\pi_\text{ref}}$, summed over the answer, rank the chosen answer higher? the
+# figure DPO trainers report), and by 512 samples.
 
 # %%
+CHECKPOINTS = (25, 50, 100, 150)
+STEPS, BATCH, LR = CHECKPOINTS[-1], 32, 1e-3  # the budget of every setting compared below
+
+
+def checkpoint_row(params, steps):
+    """(step, held-out accuracy, true score, well-formed rate, KL) of one policy. The accuracy
+    ranks summed log-ratios, the same statistic for every loss."""
+    return (steps, float(rc.evaluate_pairs(params, ref_params, held_out).accuracy), *judge(params))
+
+
 def naive_loss(params, batch):
     chosen, rejected = rc.pair_log_probs(params, batch)
     return -rc.mean(chosen - rejected)
@@ -113,38 +135,45 @@ def naive_loss(params, batch):
 
 naive_step = rc.value_and_grad(naive_loss)
 naive_runs = []
-for seed in SEEDS:
-    params, opt, order = ref_params, rc.Adam(lr=1e-3), np.random.default_rng(seed)
-    state, losses = opt.init(params), []
-    for _ in range(100):
-        loss, grads = naive_step(params, train_pairs.take(order.choice(len(train_pairs), 32, replace=False)))
+for seed in SEEDS:  # minibatches drawn as rc.train_on_preferences draws them
+    params, opt, order = ref_params, rc.Adam(lr=LR), np.random.default_rng(seed)
+    state, losses, rows = opt.init(params), [], [(0, 0.0, ref_score, ref_formed, 0.0)]
+    for i in range(STEPS):
+        loss, grads = naive_step(params, train_pairs.take(order.choice(len(train_pairs), BATCH, replace=False)))
         params, state = opt.step(params, grads, state)
         losses.append(float(loss))
-    naive_runs.append((losses, rc.evaluate_pairs(params, ref_params, held_out).accuracy, *judge(params)))
+        if i + 1 in CHECKPOINTS:
+            rows.append(checkpoint_row(params, i + 1))
+    naive_runs.append((np.array(losses), np.array(rows)))
 naive = params  # the last seed's model, for its samples
+windows = np.array([[losses[a:a + 10].mean() for a in (40, 90, 140)] for losses, _ in naive_runs])
+naive_end = np.array([rows[-1] for _, rows in naive_runs])  # [seed, column] at step 150
 
 # %% tags=["nbval-ignore-output"]
-print("seed   loss at 50 / 100   held-out accuracy   true score   well-formed   KL (nats)")
-for seed, (losses, acc, score, formed, kl) in zip(SEEDS, naive_runs):
-    print(f"{seed:4d}   {np.mean(losses[40:50]):7.1f} {np.mean(losses[90:]):7.1f}   {acc:17.2f}"
-          f"   {score:+10.2f}   {formed:11.0%}   {kl:9.2f}")
-print(f"reference                                       {ref_score:+10.2f}   {ref_formed:11.0%}")
+print("seed   loss at 50 / 100 / 150    held-out accuracy   true score   well-formed   KL (nats)   (step 150)")
+for seed, w, (_, acc, score, formed, kl) in zip(SEEDS, windows, naive_end):
+    print(f"{seed:4d}   {w[0]:7.1f} {w[1]:7.1f} {w[2]:7.1f}   {acc:17.2f}   {score:+10.2f}   {formed:11.0%}   {kl:9.2f}")
+print(f"reference                                           {ref_score:+10.2f}   {ref_formed:11.0%}")
 ids = tok.encode_prompts(["praise cast"] * 4 + ["roast music"] * 4)
 print("samples:", tok.decode_completions(rc.generate(naive, ids, 4, rng)[0], ids.shape[1]))
 
 # %%
-for losses, acc, _score, formed, kl in naive_runs:
-    assert np.mean(losses[90:]) < np.mean(losses[40:50]) < 0  # still falling: no floor
-    assert acc > 0.75 and kl > 1.5 and formed < ref_formed - 0.1
-print("every seed: held-out accuracy > 0.75 and KL > 1.5 nats, yet at least 10 points fewer "
-      "well-formed answers than the reference")
+med_w, med_end = np.median(windows, axis=0), np.median(naive_end, axis=0)
+assert med_w[2] < med_w[1] < med_w[0] < 0  # the median loss is still falling at step 150: no floor
+assert med_end[1] > 0.75 and med_end[4] > 1.5 and med_end[3] < ref_formed - 0.1
+print(f"median of 3 seeds at step 150: loss {med_w[0]:.1f} -> {med_w[1]:.1f} -> {med_w[2]:.1f} (steps 50, 100, 150), "
+      f"held-out accuracy {med_end[1]:.2f} (range {naive_end[:, 1].min():.2f}-{naive_end[:, 1].max():.2f}), "
+      f"KL {med_end[4]:.2f} nats, well-formed {med_end[3]:.0%} against the reference's {ref_formed:.0%} "
+      f"(range {naive_end[:, 3].min():.0%}-{naive_end[:, 3].max():.0%})")
 
 # %% [markdown]
-# On every seed the loss is still falling, the model has drifted from the reference, and it
-# ranks most held-out pairs "right", yet far more of its answers are malformed than the
-# reference's (look at the samples). A ranking of answers the reference wrote says nothing
-# about where the probability taken from the rejected answers went. Two lessons follow. What you wanted was the objective of RLHF: a higher
-# reward, *but* at a price for every nat of KL from the reference; DPO optimises exactly that
+# In the median over seeds the loss is still falling after 150 steps, the model has drifted
+# from the reference, and it ranks most held-out pairs "right", yet far more of its answers
+# are malformed than the reference's (look at the samples). Accuracy weighs every pair
+# equally, and it only ever compares answers the reference wrote in pairs; where the
+# probability taken from the rejected answers went is a question about the model's samples,
+# which Use it answers. Two lessons follow. What you wanted was the objective of RLHF: a higher
+# reward, *but* at a price for every nat of KL from the reference; DPO is derived from that
 # objective, using nothing but the pairs. And a preference-trained model must be judged by what
 # it generates, with a scorer it never saw.
 # %% [markdown]
@@ -168,6 +197,11 @@ print("every seed: held-out accuracy > 0.75 and KL > 1.5 nats, yet at least 10 p
 # $$\mathcal{L}_\text{DPO} = -\log\sigma(\beta z).$$
 # Fitting it fits a Bradley-Terry reward model whose reward is $\beta\log(\pi/\pi_\text{ref})$,
 # and the policy that goes with that reward is $\pi$ itself: the RL step is already done.
+# That is exact given the true preference probability of *every* pair of answers. With
+# finitely many pairs, only the answers the pairs cover (and cover often) are constrained: the
+# implicit reward of an answer in few pairs or none is nearly free, and DPO's minimisers include
+# policies far from the RLHF optimum (Azar et al. 2023, section 4.2). Use it shows where that
+# freedom goes.
 #
 # Check steps 1 and 2 on the smallest case, one prompt with three possible answers:
 
@@ -346,6 +380,23 @@ assert abs(margins[np.argmin(ipo_curve)] - 1.0) < 1e-3 and np.all(np.diff(dpo_cu
 moved = rc.rate_samples(first.params, ref_params, eval_ids, task.rate, rng)
 assert ref_kl == 0.0 and moved.kl.min() >= 0.0 and moved.kl.mean() > 0.0
 print("answer KL: exactly 0 for the reference; after one step, never negative and positive on average")
+
+# %% [markdown]
+# Item 1's pitfall, shown: precompute the reference's log-probs once for all pairs (one big
+# batch), then compare them with the same model's log-probs computed per minibatch, as a
+# trainer would at step 0. On exact arithmetic every pair would be a tie.
+
+# %% tags=["nbval-ignore-output"]
+pre_c, pre_r = rc.pair_log_probs(ref_params, train_pairs)
+order = np.random.default_rng(SEED)
+fake_acc = []
+for _ in range(10):
+    rows = order.choice(len(train_pairs), 32, replace=False)
+    mb_c, mb_r = rc.pair_log_probs(ref_params, train_pairs.take(rows))
+    fake_acc.append(np.mean((mb_c - pre_c[rows]) - (mb_r - pre_r[rows]) > 0))
+print(f"step-0 accuracy with precomputed reference log-probs, 10 minibatches: mean {np.mean(fake_acc):.2f}, "
+      f"range {min(fake_acc):.2f}-{max(fake_acc):.2f} (0 when computed per minibatch, asserted above); "
+      "the size depends on the machine's float32 arithmetic")
 # %% [markdown]
 # ## Use it
 #
@@ -358,30 +409,29 @@ print("answer KL: exactly 0 for the reference; after one step, never negative an
 print(inspect.getsource(rc.train_on_preferences))
 
 # %% [markdown]
-# Three settings, each trained on the same pairs for the same budget (150 steps of 32 pairs,
-# lr $10^{-3}$) on three seeds: DPO with $\beta = 0.5$, DPO with $\beta = 0.1$ (TRL's default),
-# and IPO with $\tau = 0.5$. At steps 25, 50, 100 and 150 each policy is judged by its held-out
-# implicit-reward accuracy and by 512 sampled answers (true score, well-formed rate, KL).
+# Three settings, each trained on the same pairs for the budget of the naive loss (150 steps
+# of 32 pairs, lr $10^{-3}$, the same minibatches) on three seeds: DPO with $\beta = 0.5$, DPO
+# with $\beta = 0.1$ (TRL's default), and IPO with $\tau = 0.5$. At steps 25, 50, 100 and 150
+# each policy is judged by its held-out implicit-reward accuracy and by 512 sampled answers
+# (true score, well-formed rate, KL); the naive loss of The problem is the fourth row.
 # ($\beta = 0.5$ is not TRL's default because an answer here is four tokens: at $\beta = 0.1$
 # the loss only saturates once the log-ratio margin reaches tens of nats, which is far more
 # drift per token than the same margin spread over a 500-token answer.)
 
 # %%
-CHECKPOINTS = (25, 50, 100, 150)
 CONFIGS = {"DPO beta=0.5": {"beta": 0.5}, "DPO beta=0.1": {"beta": 0.1},
            "IPO tau=0.5": {"loss": "ipo", "tau": 0.5}}
 
 
-def train_and_judge(pairs, seed, steps=CHECKPOINTS[-1], **config):
+def train_and_judge(pairs, seed, steps=STEPS, **config):
     """One run; rows (step, held-out accuracy, true score, well-formed rate, KL) from step 0."""
     rows = [(0, 0.0, ref_score, ref_formed, 0.0)]
 
     def at_checkpoint(info):
         if info["steps"] in CHECKPOINTS:
-            acc = rc.evaluate_pairs(info["params"], ref_params, held_out, **config).accuracy
-            rows.append((info["steps"], acc, *judge(info["params"])))
+            rows.append(checkpoint_row(info["params"], info["steps"]))
 
-    run = rc.train_on_preferences(ref_params, pairs, steps=steps, batch=32, lr=1e-3,
+    run = rc.train_on_preferences(ref_params, pairs, steps=steps, batch=BATCH, lr=LR,
                                   seed=seed, callback=at_checkpoint, **config)
     return run, np.array(rows)
 
@@ -389,6 +439,7 @@ def train_and_judge(pairs, seed, steps=CHECKPOINTS[-1], **config):
 runs = {name: [train_and_judge(train_pairs, seed, **config) for seed in SEEDS]
         for name, config in CONFIGS.items()}
 curves = {name: np.stack([rows for _, rows in seed_runs]) for name, seed_runs in runs.items()}
+curves["naive loss"] = np.stack([rows for _, rows in naive_runs])
 STEP, ACC, SCORE, FORMED, KL = range(5)  # the columns of curves[name]: [seed, checkpoint, column]
 
 
@@ -397,58 +448,124 @@ def median(name, col, checkpoint=-1):
     return float(np.median(curves[name][:, checkpoint, col]))
 
 # %% tags=["nbval-ignore-output"]
-print(f"after {CHECKPOINTS[-1]} steps, per seed {SEEDS}:")
+print(f"after {STEPS} steps, per seed {SEEDS}:")
 print("setting          train acc (last 10)   held-out acc        true score           well-formed         KL (nats)")
-for name, seed_runs in runs.items():
-    last = curves[name][:, -1]
-    train_acc = [f"{run.accuracies[-10:].mean():.2f}" for run, _ in seed_runs]
-    print(f"{name:15s}  {' '.join(train_acc):19s}  "
+for name, c in curves.items():
+    last = c[:, -1]
+    train_acc = " ".join(f"{run.accuracies[-10:].mean():.2f}" for run, _ in runs[name]) if name in runs else "-"
+    print(f"{name:15s}  {train_acc:19s}  "
           + "  ".join(" ".join(f"{v:+.2f}" if col == SCORE else f"{v:.2f}" for v in last[:, col]).ljust(19)
                       for col in (ACC, SCORE, FORMED, KL)))
 print(f"reference        {'':19s}  {'':19s}  {ref_score:+.2f}{'':15s}  {ref_formed:.2f}")
 print("medians: " + ", ".join(f"{n}: KL {median(n, KL):.1f}, true score {median(n, SCORE):+.2f}"
-                              for n in CONFIGS))
+                              for n in curves))
 
 # %%
 for name in ("DPO beta=0.5", "IPO tau=0.5"):
     assert (curves[name][:, -1, ACC] > 0.85).all(), name
-    assert median(name, SCORE) > ref_score + 0.8, name
+assert median("DPO beta=0.5", SCORE) > ref_score
 assert (curves["IPO tau=0.5"][:, -1, SCORE] > ref_score + 0.8).all()  # every IPO seed writes better
 small_beta = curves["DPO beta=0.1"][:, -1]
 assert (small_beta[:, ACC] > 0.8).all() and (small_beta[:, FORMED] < ref_formed).all()
 assert median("DPO beta=0.1", KL) > median("DPO beta=0.5", KL) > median("IPO tau=0.5", KL)
 assert median("DPO beta=0.1", SCORE) < min(median("DPO beta=0.5", SCORE), median("IPO tau=0.5", SCORE))
-print(f"after {CHECKPOINTS[-1]} steps, DPO beta=0.5 and IPO: held-out accuracy > 0.85 on every seed, "
-      "median true score > reference + 0.8 (IPO: on every seed)")
+for name in ("naive loss", "DPO beta=0.1"):
+    assert median(name, KL) > median("DPO beta=0.5", KL) and median(name, FORMED) < ref_formed, name
+weight = [float(rc.sigmoid(-0.1 * run.margins[-10:].mean())) for run, _ in runs["DPO beta=0.1"]]
+assert min(weight) > 0.2
+for k in (CHECKPOINTS.index(100) + 1, len(CHECKPOINTS)):  # beta=0.1 drifts about as far as the naive loss
+    assert 0.5 < median("DPO beta=0.1", KL, k) / median("naive loss", KL, k) < 2.0
+print(f"after {STEPS} steps: DPO beta=0.5 and IPO: held-out accuracy > 0.85 on every seed; median true "
+      "score above the reference's (IPO: above reference + 0.8 on every seed)")
 print("DPO beta=0.1: held-out accuracy > 0.8 on every seed, yet fewer well-formed answers than "
       "the reference on every seed")
-print("median KL: DPO beta=0.1 > DPO beta=0.5 > IPO; median true score: DPO beta=0.1 lowest")
+print("median KL: DPO beta=0.1 > DPO beta=0.5 > IPO; median true score: DPO beta=0.1 lowest of the three")
+print("naive loss and DPO beta=0.1: median KL above DPO beta=0.5's, median well-formed rate below the reference's; "
+      "at steps 100 and 150 their median KLs within a factor 2 of each other")
+print("DPO beta=0.1's weight sigmoid(-beta z) on the mean minibatch margin, last 10 steps, per seed: "
+      + " ".join(f"{w:.2f}" for w in weight) + " (0.5 at step 0; the naive loss is weight 0.5 everywhere)")
+print("median KL (nats) at steps " + ", ".join(str(s) for s in CHECKPOINTS) + ":")
+for name in ("naive loss", "DPO beta=0.1", "DPO beta=0.5"):
+    print(f"  {name:13s} " + " ".join(f"{median(name, KL, k):5.2f}" for k in range(1, len(CHECKPOINTS) + 1)))
 
 # %% [markdown]
-# Read the table and the asserts together. All three settings rank the held-out pairs well,
-# but they are not equally good: DPO with $\beta = 0.1$ has drifted furthest from the
-# reference (median KL), writes malformed answers *more* often than the reference did (every
-# seed), and scores lowest (median true score). IPO improved on every seed; DPO with
-# $\beta = 0.5$ is asserted to improve in the median only. That is the price-per-nat reading
-# of $\beta$: a small $\beta$ buys drift cheaply, and the drift goes into answers no pair
-# ever covered. The implicit-reward accuracy did not see it.
+# Read the table and the asserts together. All settings rank the held-out pairs well, but they
+# are not equally good. DPO with $\beta = 0.1$ has drifted furthest of the three DPO/IPO
+# settings (median KL), writes fewer well-formed answers than the reference on every seed, and
+# has the lowest median true score of the three. IPO improved on every seed; DPO with
+# $\beta = 0.5$ only in the median. That is the price-per-nat reading of $\beta$.
+#
+# **DPO is not a fix by itself: the fix depends on $\beta$.** DPO's gradient is the naive
+# loss's times $\beta\,\sigma(-\beta z)$ per pair, and Adam divides out a constant scale, so
+# DPO starts out *exactly* like the naive loss, and differs only as far as the weight
+# $\sigma(-\beta z)$ falls below its start, ½. With four-token answers and $\beta = 0.1$ it
+# falls slowly (printed: still far from 0 at step 150), so DPO at TRL's default $\beta$ ends up
+# about as far from the reference as the naive loss: at steps 100 and 150 their median KLs are
+# within a factor 2 of each other (printed per checkpoint, and asserted; early on it can lag,
+# and at step 150 it is below or above the naive loss depending on the reference model).
+# With $\beta = 0.5$ the brake engages early. Which $\beta$ is "small"
+# depends on how many nats a margin can reach, that is, on the answers' length.
+#
+# Which ranking of DPO $\beta = 0.5$ against IPO you see, and whether DPO $\beta = 0.5$ writes
+# fewer well-formed answers than the reference, depends on the reference model: with other
+# values of `SEED` (another reference and other pairs) both change, while the claims asserted
+# above held on the three references we tried. One $\tau$ against one $\beta$ is no comparison
+# of the two loss families.
+#
+# **Where did the probability go?** Take DPO with $\beta = 0.1$ after 150 steps: which
+# malformed answers does it write, and are they answers no pair ever covered?
+
+# %% tags=["nbval-ignore-output"]
+train_rejected = keys(train_pairs.rejected, train_pairs.rejected_mask)
+rejected_set, chosen_set = set(train_rejected), set(keys(train_pairs.chosen, train_pairs.chosen_mask))
+in_pairs, pair_share = [], []
+for seed, (run, _) in zip(SEEDS, runs["DPO beta=0.1"]):
+    report = rc.rate_samples(run.params, ref_params, eval_ids, task.rate, rng)
+    bad = [k for k, ok in zip(keys(report.tokens, report.mask), report.well_formed) if not ok]
+    bad_set = set(bad)
+    in_pairs.append(np.mean([k in rejected_set for k in bad]))
+    pair_share.append(np.mean([k in bad_set for k in train_rejected]))
+    assert not bad_set & chosen_set  # a malformed answer never wins a pair
+    texts, counts = np.unique([tok.decode_completions(report.tokens[i:i + 1], 3)[0]
+                               for i in np.flatnonzero(~report.well_formed)], return_counts=True)
+    top = np.argsort(-counts)[:3]
+    print(f"seed {seed}: {len(bad)} of {len(report.kl)} samples malformed; most frequent: "
+          + ", ".join(f"{str(texts[i])!r} x{counts[i]}" for i in top))
+    print(f"        {in_pairs[-1]:.0%} of the malformed samples are (prompt, answer) combinations that a "
+          f"training pair REJECTED; those answers are the rejected side of {pair_share[-1]:.1%} of the pairs")
+
+# %%
+assert np.median(in_pairs) > 0.1 and np.median(pair_share) < 0.02
+print(f"median over seeds: {np.median(in_pairs):.0%} of DPO beta=0.1's malformed samples were rejected in a "
+      f"training pair (range {min(in_pairs):.0%}-{max(in_pairs):.0%}); those answers are the rejected side of "
+      f"{np.median(pair_share):.1%} of the pairs (range {min(pair_share):.1%}-{max(pair_share):.1%})")
 
 # %% [markdown]
-# **Over-optimisation.** DPO fits the pairs it is given; what it does to every other answer is
-# unconstrained. With few pairs that shows: train the same DPO ($\beta = 0.5$, batch 32,
-# lr $10^{-3}$) on only 64 pairs for 50 steps, three seeds, and compare it with the runs on all
-# pairs at the same 50 steps.
+# So the drift does not only go into answers that no pair covers: a sizable share of the
+# malformed samples (printed; the share varies a lot with the seed and the reference model)
+# are answers the pairs explicitly *rejected*, often the empty answer. What all of them have in
+# common is that they are *rare* among the pairs: the rejected side of under two pairs in a
+# hundred (asserted), or of none. Accuracy weighs every pair equally, so whether those few pairs
+# are ranked right is a sliver of the accuracy, while how often the policy writes these answers
+# is decided by everything else the loss pushed around. The implicit-reward accuracy did not see
+# it; the samples did.
+
+# %% [markdown]
+# **Overfitting on few pairs.** DPO fits the pairs it is given; what it does to every other
+# answer is only weakly constrained. With few pairs that shows: train the same DPO
+# ($\beta = 0.5$, batch 32, lr $10^{-3}$) on only 64 pairs for 50 steps, three seeds, and
+# compare it with the runs on all pairs at the same 50 steps.
 
 # %%
 few_pairs = train_pairs.take(np.arange(64))
 few_runs = [train_and_judge(few_pairs, seed, steps=50, beta=0.5) for seed in SEEDS]
-curves["DPO beta=0.5, 64 pairs"] = np.stack([rows for _, rows in few_runs])
+FEW = "DPO beta=0.5, 64 pairs, 50 steps"
+curves[FEW] = np.stack([rows for _, rows in few_runs])
 at_50 = CHECKPOINTS.index(50) + 1  # row 0 is step 0
 
 # %% tags=["nbval-ignore-output"]
 print("after 50 steps, per seed:    train acc (last 10)   held-out acc   true score        well-formed      KL")
-for name, rows in (("all pairs", curves["DPO beta=0.5"][:, at_50]),
-                   ("64 pairs ", curves["DPO beta=0.5, 64 pairs"][:, -1])):
+for name, rows in (("all pairs", curves["DPO beta=0.5"][:, at_50]), ("64 pairs ", curves[FEW][:, -1])):
     train = (runs["DPO beta=0.5"] if name == "all pairs" else few_runs)
     train_acc = " ".join(f"{run.accuracies[40:50].mean():.2f}" for run, _ in train)
     print(f"DPO beta=0.5, {name}     {train_acc:19s}   " + "   ".join(
@@ -456,23 +573,26 @@ for name, rows in (("all pairs", curves["DPO beta=0.5"][:, at_50]),
         for col in (ACC, SCORE, FORMED, KL)))
 
 # %%
-few = curves["DPO beta=0.5, 64 pairs"][:, -1]
-for run, _ in few_runs:
-    assert run.accuracies[40:50].mean() > 0.9  # it fits its 64 pairs
+few = curves[FEW][:, -1]
+few_train = [run.accuracies[40:50].mean() for run, _ in few_runs]
+assert np.median(few_train) > 0.9  # it fits its 64 pairs (median of 3 seeds)
 assert few[:, ACC].max() < median("DPO beta=0.5", ACC, at_50) and (few[:, SCORE] < ref_score).all()
 assert (few[:, KL] > curves["DPO beta=0.5"][:, at_50, KL].max()).all()
+assert (curves[FEW][:, 1:, SCORE].max(axis=1) < ref_score).all()  # no checkpoint of any seed improves
 for name in ("DPO beta=0.5", "IPO tau=0.5"):  # on all pairs, still rising at the end
     assert median(name, SCORE, -1) > median(name, SCORE, -2), name
-print("64 pairs, every seed: training accuracy > 0.9, held-out accuracy below the all-pairs median, "
-      "a true score below the reference's, and more KL than any all-pairs run at the same step")
+print(f"64 pairs: median training accuracy {np.median(few_train):.2f} (range {min(few_train):.2f}-"
+      f"{max(few_train):.2f}); every seed: held-out accuracy below the all-pairs median, a true score below "
+      "the reference's at every checkpoint, and more KL than any all-pairs run at the same step")
 
 # %% [markdown]
 # **The reward-vs-KL frontier.** Plot every run's true score against its KL at each checkpoint
-# (thin lines: seeds; bold: the median). Where a setting's curve lies higher at the same KL,
-# it spends its drift better; a curve that bends down is over-optimising.
+# (thin lines: seeds; bold: the median of the KLs against the median of the scores, taken
+# separately, so a bold point need not be any one run). Where a setting's curve lies higher at
+# the same KL, it spends its drift better.
 
 # %% tags=["nbval-ignore-output"]
-colors = {"DPO beta=0.5": "C0", "DPO beta=0.1": "C3", "IPO tau=0.5": "C2", "DPO beta=0.5, 64 pairs": "C1"}
+colors = {"DPO beta=0.5": "C0", "DPO beta=0.1": "C3", "IPO tau=0.5": "C2", "naive loss": "C7", FEW: "C1"}
 fig, ax = plt.subplots(figsize=(9, 4), dpi=100)
 for name, c in curves.items():
     for seed_rows in c:
@@ -485,10 +605,10 @@ ax.axhline(3.0, color="grey", ls=":", label="best possible score")
 ax.axhline(ref_score, color="grey", ls="--", label="reference")
 ax.set_xlabel("KL(pi || ref) of sampled answers (nats per answer)")
 ax.set_ylabel("true score of samples (malformed = -4)")
-ax.set_title("Same budget, different frontiers: small beta drifts further for less; few pairs go downhill",
-             fontsize=10)
-ax.set_xlim(-0.1, 5.2)
-ax.legend(fontsize=9, loc="upper right")
+ax.set_title("Small beta (and the naive loss) drift further for less; 64 pairs never improve", fontsize=10)
+ax.set_xlim(-0.1, 6.0)
+ax.set_ylim(-2.6, 5.4)
+ax.legend(fontsize=9, loc="upper center", ncol=2)
 fig.tight_layout()
 plt.show()
 
@@ -499,59 +619,69 @@ for name, c in curves.items():
     for ax, col in zip(axes, (ACC, FORMED)):
         ax.plot(steps, np.median(c[:, :, col], axis=0), "o-", color=colors[name], label=name)
         ax.fill_between(steps, c[:, :, col].min(0), c[:, :, col].max(0), color=colors[name], alpha=0.15)
-axes[1].axhline(ref_formed, color="grey", ls="--", label="reference")
+axes[1].axhline(ref_formed, color="grey", ls="--")
+axes[1].text(75, ref_formed + 0.015, "reference", ha="center", va="bottom", fontsize=9, color="grey")
 axes[0].set_ylabel("held-out implicit-reward accuracy")
 axes[1].set_ylabel("well-formed samples (fraction)")
 for ax in axes:
     ax.set_xlabel("training step")
     ax.set_ylim(0, 1.02)
-axes[0].set_title("Held-out accuracy: every all-pairs run passes 0.8...", fontsize=10)
+axes[0].set_title("Held-out accuracy: every setting ranks most pairs right...", fontsize=10)
 axes[1].set_title("...but not every one writes well (median; band: 3 seeds)", fontsize=10)
-axes[0].legend(fontsize=9, loc="lower right")
-axes[1].legend(fontsize=9, loc="lower right")
+axes[0].legend(fontsize=8, loc="lower right")  # the same colours in both panels
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The 64-pair runs fit their pairs (training accuracy near 1) while their samples get *worse*
-# than the reference's, with more KL than any run on all pairs at the same step: optimising
-# the implicit reward harder made the true reward fall. This is over-optimisation, the
-# direct-alignment counterpart of over-optimising a learned reward model (Gao et al., 2023;
-# Rafailov et al., 2024 measure it for DPO and IPO at scale). Lower held-out accuracy was the
-# warning; the samples were the proof. On all the pairs, the median true score of DPO with
-# $\beta = 0.5$ and of IPO was still rising at step 150 (asserted above): this budget does not
-# reach their peak, and this lesson does not show where it lies.
+# The 64-pair runs fit their pairs (median training accuracy above 0.9) while their samples are
+# *worse* than the reference's at every checkpoint, with more KL than any run on all pairs at
+# the same step. That is overfitting from the first checkpoint: the true score never rises, so
+# this is not the rise-then-fall curve of over-optimisation (Gao et al., 2023, for learned reward
+# models; Rafailov et al., 2024 measure it for DPO and IPO at scale), which this lesson does not
+# show. Lower held-out accuracy was the warning; the samples were the proof. On all the pairs,
+# the median true score of DPO with $\beta = 0.5$ and of IPO was still rising at step 150
+# (asserted above): this budget does not reach their peak.
 #
 # **IPO against overconfidence.** The pairs are deterministic (the annotator never hesitates),
 # so DPO can always lower its loss by pushing the margin further. IPO's square has a minimum
-# at a finite margin, $1/(2\tau)$ per token: follow the minibatch margins of the runs above.
+# at a finite margin, $1/(2\tau)$ per token: follow the minibatch margins of the runs above, in
+# windows of 25 steps.
 
 # %% tags=["nbval-ignore-output"]
 answer_len = np.mean(np.concatenate([train_pairs.chosen_mask[:, 1:].sum(1),
                                      train_pairs.rejected_mask[:, 1:].sum(1)]))
-ipo_margin = [run.margins[-20:].mean() for run, _ in runs["IPO tau=0.5"]]
-dpo_margin = [run.margins[-20:].mean() / answer_len for run, _ in runs["DPO beta=0.5"]]
-print("last 20 steps, minibatch margin per token (nats), per seed:")
-print("  IPO tau=0.5: ", " ".join(f"{m:.2f}" for m in ipo_margin), f"(target 1/(2 tau) = {1 / (2 * 0.5):.2f})")
-print("  DPO beta=0.5:", " ".join(f"{m:.2f}" for m in dpo_margin), "(no target)")
-assert all(0.3 < m < 1.0 for m in ipo_margin)  # on its way up to the target, not past it
+ipo_windows = np.array([run.margins.reshape(-1, 25).mean(1) for run, _ in runs["IPO tau=0.5"]])
+dpo_windows = np.array([run.margins.reshape(-1, 25).mean(1) / answer_len for run, _ in runs["DPO beta=0.5"]])
+print("minibatch margin per token (nats), mean of each 25-step window, per seed:")
+for seed, w_ipo, w_dpo in zip(SEEDS, ipo_windows, dpo_windows):
+    print(f"  seed {seed}  IPO tau=0.5: " + " ".join(f"{m:.2f}" for m in w_ipo)
+          + "   DPO beta=0.5: " + " ".join(f"{m:.2f}" for m in w_dpo))
+print(f"IPO's target 1/(2 tau) = {1 / (2 * 0.5):.2f}; DPO has none")
+
+# %%
+med_ipo = np.median(ipo_windows, axis=0)
+assert med_ipo[-1] > med_ipo[-2] > med_ipo[-3]  # still climbing over the last 75 steps (median)
+assert ipo_windows[:, -1].max() < 1 / (2 * 0.5)  # and below its target on every seed
+print(f"IPO, median of 3 seeds, last three windows: {med_ipo[-3]:.2f} -> {med_ipo[-2]:.2f} -> {med_ipo[-1]:.2f}: "
+      f"still rising, below the target {1 / (2 * 0.5):.2f} on every seed")
 
 # %% [markdown]
-# Within this budget IPO's margin is still climbing towards its target (from below: it has not
-# passed it on any seed), and IPO has the smallest KL of the three settings (the asserts above).
-# Check it showed where each loss is smallest. DPO's margin has no target: its loss
+# Within this budget IPO's margin is still climbing towards its target, and has not reached it
+# on any seed: its finite minimum, the fix for overconfidence, never came into play in these
+# runs, so they do not demonstrate IPO's bound (a longer run or a larger $\tau$ would). IPO's
+# smaller KL here comes from how its square weighs the pairs on the way up, not from the
+# target. Check it showed where each loss is smallest. DPO's margin has no target: its loss
 # keeps falling as the margin grows, which is why, on deterministic pairs, $\beta$ and the
 # number of steps are its only brakes.
-
 # %% [markdown]
 # ## Pitfalls
 #
 # | symptom | cause | fix |
 # |---|---|---|
 # | the loss starts at $\log 2$ and never moves | the "reference" log-probs were computed with the policy inside the loss, so $z \equiv 0$ | compute the reference's log-probs from frozen parameters, with no gradient |
-# | accuracy at step 0 is not 0 (a third of the pairs "right" before any update) | the reference's log-probs were computed in another batch or code path than the policy's, and float32 rounding breaks the ties at random | compute both with the same function on the same minibatch (as `rc.train_on_preferences` does) |
-# | implicit-reward accuracy is high, yet samples are malformed or worse than before | accuracy only compares answers the reference wrote; probability pushed off rejected answers lands on answers no pair covers | judge samples with a scorer the model never saw: true score, well-formed rate, KL |
-# | samples get worse the longer you train, with training accuracy near 1 | over-optimisation: few pairs fitted perfectly, the rest of the answer space unconstrained | more pairs, larger $\beta$ or IPO, and stop where the true score of samples stops rising |
+# | accuracy at step 0 is not 0 (some pairs "right" before any update; Check it measures how many) | the reference's log-probs were computed in another batch or code path than the policy's, and float32 rounding breaks the ties at random | compute both with the same function on the same minibatch (as `rc.train_on_preferences` does) |
+# | implicit-reward accuracy is high, yet samples are malformed or worse than before | accuracy weighs every pair equally; the answers the policy now writes are rare among the pairs or absent (even ones the pairs rejected), so ranking them costs little accuracy | judge samples with a scorer the model never saw: true score, well-formed rate, KL |
+# | samples get worse the longer you train, with training accuracy near 1 | overfitting: few pairs fitted perfectly, the rest of the answer space barely constrained | more pairs, larger $\beta$ or IPO, and stop where the true score of samples stops rising |
 # | KL grows without bound | $\beta$ too small, or deterministic preferences with plain DPO | raise $\beta$; IPO or label smoothing |
 # | two settings compared, one "drifts less" | compared at different step counts | compare KL and score at equal budgets (same steps, batch, lr) |
 # | chosen answers become *less* likely | DPO only widens the gap; both sides can fall | expected to a degree; watch the samples, mix in an SFT loss on chosen answers if it matters |
@@ -583,11 +713,15 @@ assert all(0.3 < m < 1.0 for m in ipo_margin)  # on its way up to the target, no
 #    Read your formula: the gradient vanishes at $\beta z = \log\frac{1-\varepsilon}{\varepsilon}$
 #    (one of the checker's cases sits there), and a pair won by a very wide margin, which plain
 #    DPO leaves alone, is pulled *back* with a force that tends to $\beta\varepsilon/B$.
-# 4. **Explain why** implicit-reward accuracy stayed high while the samples were no better
-#    than the reference's (The problem) or less often well-formed (DPO with $\beta = 0.1$). (a) it is measured on answers the reference
-#    wrote, and cannot see probability that moved to answers no pair contains; (b) it was
-#    measured on the training pairs, so it overfits; (c) float32 noise makes it unreliable;
-#    (d) the annotator's labels are noisy. Set `accuracy_answer` to a letter.
+# 4. **Explain why** implicit-reward accuracy stayed high while DPO with $\beta = 0.1$ wrote
+#    fewer well-formed answers than the reference. Use the printed evidence of "Where did the
+#    probability go?", not the first option that sounds right. (a) the malformed answers it
+#    writes appear in no pair, so accuracy cannot see them; (b) accuracy weighs every pair
+#    equally, and the malformed answers it writes are rare among the pairs (the rejected side
+#    of a few, or of none), so ranking those few pairs right says nothing about how often the
+#    policy writes them;
+#    (c) accuracy was measured on the training pairs, so it overfits; (d) float32 noise makes it
+#    unreliable. Set `accuracy_answer` to a letter.
 
 # %% tags=["solution"]
 def simpo_loss(policy_chosen, policy_rejected, chosen_lengths, rejected_lengths, beta, gamma):
@@ -615,7 +749,7 @@ assert rc.exercises.check("kl_regularised_optimum", kl_regularised_optimum)
 # %% tags=["solution"]
 def cdpo_gradient(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, eps):
     z = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)
-    win = 0.5 * (1 + np.tanh(0.5 * beta * z))  # sigmoid(beta z), without overflow
+    win = 0.5 * (1 + np.tanh(0.5 * beta * z))  # sigmoid(beta z) with no overflow warning for huge |beta z|
     d_z = beta * (win - (1 - eps)) / len(z)
     return d_z, -d_z
 
@@ -624,7 +758,7 @@ def cdpo_gradient(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta
 assert rc.exercises.check("cdpo_gradient", cdpo_gradient)
 
 # %% tags=["solution"]
-accuracy_answer = "a"
+accuracy_answer = "b"
 
 # %%
 assert rc.exercises.check("dpo_accuracy_question", lambda: accuracy_answer)
@@ -634,14 +768,14 @@ assert rc.exercises.check("dpo_accuracy_question", lambda: accuracy_answer)
 #
 # | term | what people say | what it actually means |
 # |---|---|---|
-# | DPO | "RLHF without RL" | maximum likelihood of the preference labels under Bradley-Terry, with the reward written as $\beta\log(\pi/\pi_\text{ref})$; its optimum is the optimum of KL-regularised RLHF |
+# | DPO | "RLHF without RL" | maximum likelihood of the preference labels under Bradley-Terry, with the reward written as $\beta\log(\pi/\pi_\text{ref})$; its optimum is the optimum of KL-regularised RLHF when every pair of answers is covered, and only loosely tied to it with finitely many pairs |
 # | implicit reward | "the DPO reward" | $\beta\log\frac{\pi(y\mid x)}{\pi_\text{ref}(y\mid x)}$: defined up to a per-prompt constant, so only differences between answers to one prompt mean anything |
 # | reward accuracy | "how often it prefers the chosen one" | the fraction of pairs whose chosen answer has the strictly larger implicit reward; exactly 0 at the start, and high for a model whose samples are broken |
 # | true score, well-formed rate | "the eval" | what the model's own samples are worth to a scorer it never saw; the figures that judge a preference-trained model |
 # | margin | "how sure the model is" | $z$, the difference of the two log-ratios; DPO drives it up without bound on deterministic pairs |
 # | $\beta$ | "the KL coefficient" | the price of drift from the reference; a small $\beta$ lets the policy drift further at the same budget |
 # | reward-vs-KL frontier | "the trade-off curve" | true score of samples against their KL from the reference; compare settings at equal budgets |
-# | over-optimisation | "reward hacking" | the implicit (or learned) reward keeps improving while the true score falls |
+# | over-optimisation | "reward hacking" | the implicit (or learned) reward keeps improving while the true score, after rising, falls (this lesson shows only the overfitting of few pairs, where it never rises) |
 # | reference model | "the frozen copy" | the SFT model the policy starts from and is measured against; never updated |
 # | IPO | "DPO with a squared loss" | regresses the length-averaged margin onto $1/(2\tau)$, so it stays finite even when one answer always wins |
 # | label smoothing / cDPO | "robust DPO" | assumes each label is flipped with probability $\varepsilon$; the margin stops at $\log\frac{1-\varepsilon}{\varepsilon}/\beta$ |

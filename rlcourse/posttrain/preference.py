@@ -133,8 +133,8 @@ def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta
     function as the policy's (a forward pass with no gradient; TRL's default too). Computing
     them once for all pairs would be cheaper but not the same numbers: in float32 a row's
     log-prob depends in its last bits on the batch it was computed in, and at step 0 that noise
-    alone would rank a third of the pairs "right". This way the first step sees ``z = 0``
-    exactly.
+    alone can rank a sizable fraction of the pairs "right" (lesson 13 measures it). This way the
+    first step sees ``z = 0`` exactly.
 
     ``callback(info)`` runs after every update with a dict: ``update`` (0-based), ``steps``
     (updates so far), ``params`` (the policy after it; never modified later), ``loss``,

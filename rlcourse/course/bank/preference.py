@@ -57,8 +57,8 @@ def _dpo_cases():
                                      np.array([-5.5, -3.0]), np.array([-5.5, -2.5]), 0.5)),
         Case("16 random pairs, beta=0.1", (*_pairs(0, 16), 0.1)),
         Case("policy = reference (every pair a tie)", (*(np.full(4, -3.0),) * 4, 0.1)),
-        Case("a pair lost by 2000 nats next to a won one, beta=1",
-             (np.array([-2000.0, -1.0]), np.array([0.0, -3.0]), np.zeros(2), np.zeros(2), 1.0)),
+        Case("a pair lost by 2000 nats next to a won one, beta=2",
+             (np.array([-2000.0, -1.0]), np.array([0.0, -3.0]), np.zeros(2), np.zeros(2), 2.0)),
     ]
 
 
@@ -78,12 +78,19 @@ def _dpo_explain(case, got, expected):
         "wrong sign: the loss must fall when the chosen answer gains on the rejected one, "
         "-log sigmoid(+beta z)": np.mean(np.logaddexp(0, beta * z)),
         "the loss is the mean over pairs, not the sum": np.sum(np.logaddexp(0, -beta * z)),
+        "the loss is the mean of the per-pair losses, not the loss of the batch's mean margin: "
+        "-log sigmoid is not linear": np.logaddexp(0, -beta * np.mean(z)),
+        "you clipped the margin: np.logaddexp(0, -x) is exact for any x, and a clipped margin "
+        "gives a wrong loss (and no gradient) for a pair lost by a wide margin":
+            np.mean(np.logaddexp(0, -np.clip(beta * z, -30, 30))),
     }
     for reason, value in wrong.items():
         if _close(loss, value) and not np.isclose(value, expected[0]):
             return reason
-    if np.any(expected[1]) and _close(got[1], expected[1] / beta):
+    if beta != 1 and np.any(expected[1]) and _close(got[1], expected[1] / beta):
         return "the implicit rewards are beta * (logp - ref_logp): you left out beta"
+    if _close(loss, expected[0]) and _close(got[3], expected[3] * len(z)) and not _close(got[3], expected[3]):
+        return "accuracy is a fraction of the pairs (a mean), not a count"
     if _close(loss, expected[0]) and _close(got[3], np.mean(expected[1] >= expected[2])) \
             and not _close(got[3], expected[3]):
         return ("accuracy is the fraction of pairs whose chosen reward is strictly larger than "
@@ -163,7 +170,19 @@ def _answer_kl_cases():
         Case("3 answers after prompts of different lengths, vocabulary 5", _kl_case(0)),
         Case("4 answers, sharp distributions (logits of scale 3)", _kl_case(1, batch=4, scale=3.0)),
         Case("logits around +800 (exp overflows)", _kl_case(2, offset=800.0)),
+        Case("one logit per row far above the rest (+1500): subtracting the mean still overflows",
+             _one_large_logit_case(3)),
     ]
+
+
+def _one_large_logit_case(seed, batch=3, length=5, vocab=5):
+    pol, ref, mask = _kl_case(seed, batch=batch, length=length, vocab=vocab)
+    rng = np.random.default_rng(seed + 100)
+    for logits in (pol, ref):
+        winner = rng.integers(vocab, size=logits.shape[:2])
+        np.put_along_axis(logits, winner[..., None], 1500.0, axis=-1)
+    pol[:, 0] = ref[:, 0]  # the first position: the same sharp distribution for both
+    return pol, ref, mask
 
 
 def _softmax(x):
@@ -175,7 +194,8 @@ def _answer_kl_explain(case, got, expected):
     pol, ref, mask = case.args
     if _not_finite(got):
         return ("NaN or inf: exp of large logits overflows; subtract each row's max first "
-                "(or use a log-softmax)")
+                "(or use a log-softmax). The max, not the mean: with one logit far above the "
+                "others, x - mean(x) is still huge and exp overflows")
     if np.asarray(got).shape != expected.shape:
         return f"return one KL per answer, shape {expected.shape}: sum over positions, not over answers"
     p, q = _softmax(pol), _softmax(ref)
@@ -273,8 +293,10 @@ def _optimum_cases():
                                       np.array([3.0, -1.0, 0.0, 2.0, -3.0]), 2.0)),
         Case("beta=0.002: rewards/beta reach 1500 (exp overflows)",
              (np.array([0.4, 0.4, 0.2]), np.array([3.0, 2.998, 0.0]), 0.002)),
-        Case("an answer the reference never writes (probability 0)",
+        Case("an answer the reference never writes (probability 0), beta=1",
              (np.array([0.6, 0.4, 0.0]), np.array([0.0, 1.0, 5.0]), 1.0)),
+        Case("an answer the reference never writes, beta=0.25",
+             (np.array([0.5, 0.0, 0.3, 0.2]), np.array([1.0, 4.0, 0.0, -1.0]), 0.25)),
     ]
 
 
@@ -289,7 +311,7 @@ def _optimum_explain(case, got, expected):
         return "NaN or inf: exp(reward / beta) overflows; subtract the largest log-weight first"
     pol = np.asarray(got[0], dtype=float)
     times = ref * np.exp(np.clip(reward * beta, -700, 700))
-    if _close(pol, times / times.sum()):
+    if _close(pol, times / times.sum()) and not _close(expected[0], times / times.sum()):
         return "the exponent is reward / beta: a smaller beta must move the policy further, not less"
     if _close(pol, ref * np.exp(reward / beta)):
         return "normalise: pi* = ref * exp(r / beta) / Z with Z the sum over answers"
@@ -300,6 +322,8 @@ def _optimum_explain(case, got, expected):
         rev = np.sum(ref[live] * (np.log(ref[live]) - np.log(pol[live])))
         if _close(got[2], rev):
             return "that is KL(ref || pi); the objective's KL is KL(pi || ref) = sum pi log(pi / ref)"
+        if _close(got[2], expected[2] / np.log(2)) and expected[2] != 0:
+            return "that KL is in bits (log2); the objective's KL is in nats: use the natural log"
     return None
 
 
@@ -328,6 +352,8 @@ def _cdpo_gradient_cases():
         Case("a pair at the cDPO optimum beta*z = log((1-eps)/eps), one far past it, one far behind",
              (np.array([at_optimum, 40.0, -40.0]), np.zeros(3), np.zeros(3), np.zeros(3), b, e)),
         Case("5 random pairs, beta=2, eps=0.05", (*_pairs(4, 5), 2.0, 0.05)),
+        Case("pairs won and lost by 2000 nats, beta=0.5 (|beta z| = 1000)",
+             (np.array([2000.0, -2000.0]), np.zeros(2), np.zeros(2), np.zeros(2), 0.5, 0.1)),
     ]
 
 
@@ -370,11 +396,12 @@ register(
 # ---------------------------------------------------------------- the accuracy question (exercise)
 
 _ACCURACY_CHOICES = {
-    "a": "accuracy is measured on answers the reference wrote; it cannot see probability that moved "
-         "to answers no pair contains",
-    "b": "accuracy is measured on the training pairs, so it overfits",
-    "c": "float32 noise makes accuracy unreliable",
-    "d": "the annotator's labels are noisy",
+    "a": "the malformed answers it writes appear in no pair, so accuracy cannot see them",
+    "b": "accuracy weighs every pair equally, and the malformed answers it writes are rare among the "
+         "pairs (the rejected side of a few, or of none), so ranking those pairs right says nothing "
+         "about how often the policy writes them",
+    "c": "accuracy is measured on the training pairs, so it overfits",
+    "d": "float32 noise makes accuracy unreliable",
 }
 
 
@@ -391,16 +418,18 @@ def _choice_explain(case, got, expected):
     if got is None:
         return "not answered yet: set the answer to one of the letters"
     return {
-        "b": "the lesson measures accuracy on held-out pairs, and it is high there too",
-        "c": "the lesson removed the float32 noise (accuracy is exactly 0 at step 0); the gap is not noise",
-        "d": "the labels come from a deterministic annotator: none is wrong",
+        "a": "read the printed evidence: a sizable share of the malformed samples are (prompt, answer) "
+             "combinations that a training pair rejected, so they do appear in pairs, just in few",
+        "c": "the lesson measures accuracy on held-out pairs, and it is high there too",
+        "d": "the lesson removed the float32 noise (accuracy is exactly 0 at step 0); the gap is not noise",
     }.get(str(got).strip().lower())
 
 
 register(
-    "dpo_accuracy_question", lambda: "a", [Case("why can accuracy be high while samples break?")],
+    "dpo_accuracy_question", lambda: "b", [Case("why can accuracy be high while samples break?")],
     compare=_choice_compare, explain=_choice_explain,
-    hint="ask which answers the accuracy ever looks at, and which answers the model samples",
+    hint="count how often the answers the model samples occur among the pairs, and how much of the "
+         "accuracy those pairs make up",
 )
 
 
