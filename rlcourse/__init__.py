@@ -5,7 +5,7 @@
 (see docs/architecture.md):
 
 - building blocks: :mod:`rlcourse.core` (autodiff, nn, optim, returns, distributions, losses,
-  token maths, a tiny LM) and :mod:`rlcourse.envs`;
+  token maths, a tiny causal transformer LM) and :mod:`rlcourse.envs`;
 - trainers: :mod:`rlcourse.tabular`, :mod:`rlcourse.algos`, :mod:`rlcourse.posttrain`,
   :mod:`rlcourse.search`; and pictures of their results in :mod:`rlcourse.viz`;
 - the course layer, :mod:`rlcourse.course` (exercises, notebook tooling, the ``rlcourse``
@@ -42,6 +42,7 @@ from .core.returns import *  # noqa: E402,F401,F403
 from .core.sampling import *  # noqa: E402,F401,F403
 from .core.tokenizer import *  # noqa: E402,F401,F403
 from .core.tokens import *  # noqa: E402,F401,F403
+from .core.transformer import *  # noqa: E402,F401,F403
 from .envs import *  # noqa: E402,F401,F403
 from .posttrain.grpo import *  # noqa: E402,F401,F403
 from .posttrain.preference import *  # noqa: E402,F401,F403
@@ -94,7 +95,8 @@ __all__ = [
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves", "tanh", "relu",
     "sigmoid", "exp", "log", "sqrt", "square", "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "mean", "take_along_axis", "reshape", "transpose",
-    "concatenate", "stack", "stop_gradient",
+    "concatenate", "stack", "stop_gradient", "embedding", "affine", "layer_norm", "gelu",
+    "self_attention",
     # core.blas
     "single_thread_blas",
     # core.checkpoint
@@ -114,7 +116,8 @@ __all__ = [
     "lm_init", "lm_logits", "lm_next_logits", "lm_nll", "completion_log_prob", "generate",
     # core.losses
     "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber", "PreferenceResult",
-    "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "GRPOLoss", "grpo_loss",
+    "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages", "rloo_advantages",
+    "aggregate_token_loss", "GRPOLoss", "grpo_loss",
     # core.nn
     "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
     # core.optim
@@ -127,23 +130,27 @@ __all__ = [
     "PAD", "BOS", "EOS", "Tokenizer",
     # core.tokens
     "token_log_probs", "sequence_log_prob", "completion_mask",
+    # core.transformer
+    "TransformerConfig", "transformer_init", "transformer_config", "transformer_logits", "KVCache",
+    "transformer_prefill", "transformer_decode",
     # envs
     "Step", "CartPole", "TabularMDP", "check_mdp", "GridWorld", "FrozenLake", "CliffWalking",
     "LEFT", "DOWN", "RIGHT", "UP", "Bandit", "TicTacToe", "TicTacToeState", "from_gymnasium",
     # posttrain.grpo
-    "GRPOHistory", "grpo_step", "grpo_train",
+    "GRPOHistory", "grpo_step", "grpo_train", "RFTHistory", "rft_train",
     # posttrain.preference
     "PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
-    "PreferenceTraining", "train_on_preferences",
+    "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples",
     # posttrain.rlhf
-    "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train",
+    "penalize_missing_eos", "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step",
+    "rlhf_train",
     # posttrain.rollout
     "TokenRollout", "sample_rollout", "policy_token_log_probs", "rollout_rewards",
     # posttrain.sft
     "sft",
     # posttrain.tasks
-    "addition_data", "token_counts", "STYLE_WORDS", "style_data", "style_quality",
-    "style_preferences", "ReviewTask", "review_task",
+    "addition_data", "ReversalTask", "reversal_task", "token_counts", "STYLE_WORDS", "style_data",
+    "style_quality", "style_preferences", "ReviewTask", "REVIEW_MALFORMED", "review_task",
     # search.decoding
     "BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
     "pass_at_k",

@@ -90,7 +90,9 @@ def test_reductions(seed, axis, keepdims, op):
 
 
 @pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)),
-                                    ((3,), (3,)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 2))])
+                                    ((3,), (3,)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 2)),
+                                    ((2, 3, 4, 5), (5, 2)), ((2, 3, 4, 5), (2, 1, 5, 3)),
+                                    ((3, 4, 5), (2, 1, 5, 2)), ((1, 3, 4, 5), (2, 3, 5, 4))])
 def test_matmul_shapes(shapes):
     rng = np.random.default_rng(0)
     a, b = arrays(rng, shapes[0]), arrays(rng, shapes[1])
@@ -279,3 +281,152 @@ def test_minimum_and_maximum_propagate_nan_from_either_side(op):
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp", "tanh", "exp", "sigmoid"])
 def test_ops_accept_lists(op):
     np.testing.assert_allclose(getattr(ad, op)([1.0, 2.0]), getattr(ad, op)(np.array([1.0, 2.0])))
+
+
+# ---------------------------------------------------------------- transformer ops
+
+
+def _attention_by_composition(qkv, heads, mask):
+    """The reference: self_attention written with the generic ops (split, matmul, softmax)."""
+    batch, length, three_d = qkv.shape
+    dim = three_d // 3
+    dh = dim // heads
+    split = rc.transpose(rc.reshape(qkv, (batch, length, 3, heads, dh)), (2, 0, 3, 1, 4))
+    q, k, v = split[0], split[1], split[2]
+    scores = (q @ rc.transpose(k, (0, 1, 3, 2))) * (1 / np.sqrt(dh))
+    if mask is not None:
+        scores = rc.where(np.broadcast_to(mask, (batch, length, length))[:, None], scores, -np.inf)
+    out = rc.softmax(scores, axis=-1) @ v
+    return rc.reshape(rc.transpose(out, (0, 2, 1, 3)), (batch, length, dim))
+
+
+def _causal_padding_mask(rng, batch, length):
+    visible = rng.random((batch, length)) < 0.7
+    causal = np.tril(np.ones((length, length), dtype=bool))
+    return causal & (visible[:, None, :] | np.eye(length, dtype=bool))
+
+
+@pytest.mark.parametrize("heads, masked", [(1, False), (2, True), (3, True)])
+def test_self_attention_gradient_and_reference(heads, masked):
+    rng = np.random.default_rng(heads)
+    qkv = arrays(rng, (2, 5, 3 * 6))
+    mask = _causal_padding_mask(rng, 2, 5) if masked else None
+    weights = arrays(rng, (2, 5, 6))
+    np.testing.assert_allclose(rc.self_attention(qkv, heads, mask),
+                               _attention_by_composition(qkv, heads, mask), rtol=1e-12, atol=1e-12)
+    check_grad(lambda p: rc.sum(rc.self_attention(p["qkv"], heads, mask) * weights), {"qkv": qkv})
+
+
+def test_self_attention_is_exact_for_scores_too_large_for_the_fast_shift():
+    """Scores far above a row's diagonal (exp overflows) or a hidden diagonal with scores far
+    below it (the row's sum underflows) take the exact row-max path, with the same result."""
+    rng = np.random.default_rng(7)
+    qkv = arrays(rng, (2, 4, 6)) * 30.0
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    off_diagonal = np.ones((4, 4), dtype=bool) & ~np.eye(4, dtype=bool)
+    for mask in (causal, off_diagonal):
+        out = rc.self_attention(qkv, 1, mask)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out, _attention_by_composition(qkv, 1, mask), rtol=1e-10, atol=1e-10)
+
+
+def test_self_attention_hidden_keys_are_exactly_ignored():
+    rng = np.random.default_rng(1)
+    qkv = arrays(rng, (1, 4, 6))
+    mask = np.tril(np.ones((4, 4), dtype=bool))
+    mask[:, 1] = np.eye(4, dtype=bool)[:, 1]  # key 1 is seen by query 1 only (like a PAD)
+    weights = arrays(rng, (1, 4, 2))
+    loss = lambda p: rc.sum(rc.self_attention(p["qkv"], 1, mask)[:, 2:] * weights[:, 2:])
+    value, g = rc.value_and_grad(loss)({"qkv": qkv})
+    changed = qkv.copy()
+    changed[0, 1] += 100.0  # the hidden token's query, key and value
+    assert rc.value_and_grad(loss)({"qkv": changed})[0] == value
+    assert (g["qkv"][0, 1] == 0).all() and np.isfinite(g["qkv"]).all()
+
+
+def test_self_attention_float32_and_bad_input():
+    qkv = np.ones((2, 3, 12), np.float32)
+    assert rc.self_attention(qkv, 2).dtype == np.float32
+    g = rc.grad(lambda p: rc.sum(rc.self_attention(p, 2)))(qkv)
+    assert g.dtype == np.float32
+    with pytest.raises(ValueError, match="heads: expected a positive divisor of D = 4, got 3"):
+        rc.self_attention(qkv, 3)
+    with pytest.raises(ValueError, match=r"qkv: expected shape \[B, T, 3D\]"):
+        rc.self_attention(np.ones((2, 3, 4)), 1)
+    with pytest.raises(ValueError, match="mask: some query sees no key"):
+        rc.self_attention(qkv, 2, np.triu(np.ones((3, 3), dtype=bool), 1))
+    with pytest.raises(ValueError, match="mask: expected a shape broadcastable"):
+        rc.self_attention(qkv, 2, np.ones((4, 4), dtype=bool))
+
+
+def test_softmax_with_minus_inf_gives_exact_zeros_and_finite_gradients():
+    x = np.array([[0.5, 3.0, 1.0], [4.0, 2.0, -1.0]])
+    keep = np.array([[True, False, True], [False, True, False]])
+    p = rc.softmax(rc.where(keep, x, -np.inf))
+    assert p[0, 1] == 0.0 and p[1, 0] == 0.0 and p[1, 1] == 1.0
+    weights = np.arange(6.0).reshape(2, 3)
+    g = rc.grad(lambda v: rc.sum(rc.softmax(rc.where(keep, v, -np.inf)) * weights))(x)
+    assert np.isfinite(g).all() and g[0, 1] == 0.0 and (g[1] == 0.0).all()
+    check_grad(lambda p: rc.sum(rc.softmax(rc.where(keep, p["x"], -np.inf)) * weights), {"x": x})
+
+
+def _layer_norm_by_hand(x, gain, bias, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + eps) * gain + bias
+
+
+def test_layer_norm_value_gradient_and_dtype():
+    rng = np.random.default_rng(3)
+    x, gain, bias = arrays(rng, (2, 3, 5)), arrays(rng, (5,)), arrays(rng, (5,))
+    np.testing.assert_allclose(rc.layer_norm(x, gain, bias), _layer_norm_by_hand(x, gain, bias),
+                               rtol=1e-12, atol=1e-12)
+    weights = arrays(rng, (2, 3, 5))
+    check_grad(lambda p: rc.sum(rc.layer_norm(p["x"], p["gain"], p["bias"]) * weights),
+               {"x": x, "gain": gain, "bias": bias})
+    # only some inputs traced; a 1-D input
+    check_grad(lambda p: rc.sum(rc.layer_norm(p["x"], gain, bias) * weights[0, 0]), {"x": x[0, 0]})
+    x32 = x.astype(np.float32)
+    g = rc.grad(lambda p: rc.sum(rc.layer_norm(p, gain.astype(np.float32), bias.astype(np.float32))))(x32)
+    assert rc.layer_norm(x32, gain.astype(np.float32), bias.astype(np.float32)).dtype == np.float32
+    assert g.dtype == np.float32
+    with pytest.raises(ValueError, match=r"gain: expected shape \(5,\)"):
+        rc.layer_norm(x, gain[:4], bias)
+
+
+def test_gelu_value_and_gradient():
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.5])
+    expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(rc.gelu(x), expected, rtol=1e-14)
+    assert float(rc.gelu(1.0)) == pytest.approx(0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * 1.044715)))
+    rng = np.random.default_rng(4)
+    for shape in [(), (3,), (2, 4)]:
+        weights = arrays(rng, shape)
+        check_grad(lambda p, w=weights: rc.sum(rc.gelu(p["x"]) * w), {"x": arrays(rng, shape, -4, 4)})
+
+
+def test_embedding_gathers_rows_and_adds_repeated_gradients():
+    rng = np.random.default_rng(5)
+    table = arrays(rng, (6, 3))
+    ids = np.array([[0, 2, 2], [5, 2, 0]])  # id 2 three times, 0 twice, 1 3 4 never
+    np.testing.assert_array_equal(rc.embedding(table, ids), table[ids])
+    weights = arrays(rng, (2, 3, 3))
+    check_grad(lambda p: rc.sum(rc.embedding(p["t"], ids) * weights), {"t": table})
+    g = rc.grad(lambda t: rc.sum(rc.embedding(t, ids) * weights))(table)
+    np.testing.assert_allclose(g[2], weights[0, 1] + weights[0, 2] + weights[1, 1])
+    assert (g[[1, 3, 4]] == 0).all()
+    with pytest.raises(ValueError, match=r"ids: expected values in \[0, 6\)"):
+        rc.embedding(table, np.array([6]))
+    with pytest.raises(TypeError, match="ids: expected integer"):
+        rc.embedding(table, np.array([1.0]))
+
+
+@pytest.mark.parametrize("x_shape", [(4,), (2, 4), (2, 3, 4)])
+def test_affine_matches_matmul_plus_bias(x_shape):
+    rng = np.random.default_rng(6)
+    x, w, b = arrays(rng, x_shape), arrays(rng, (4, 3)), arrays(rng, (3,))
+    np.testing.assert_allclose(rc.affine(x, w, b), x @ w + b, rtol=1e-14)
+    weights = arrays(rng, x_shape[:-1] + (3,))
+    check_grad(lambda p: rc.sum(rc.affine(p["x"], p["w"], p["b"]) * weights), {"x": x, "w": w, "b": b})
+    check_grad(lambda p: rc.sum(rc.affine(x, p["w"], b) * weights), {"w": w})
+    with pytest.raises(ValueError, match="affine: expected x"):
+        rc.affine(x, w, b[:2])

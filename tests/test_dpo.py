@@ -15,7 +15,7 @@ def _pipeline(seed=0):
     prompts = [task.prompts[i] for i in rng.integers(len(task.prompts), size=400)]
     texts = [" ".join(rng.choice(task.words, size=3)) for _ in prompts]
     tokens, mask, _ = tok.encode_pairs(prompts, texts)
-    ref, _ = rc.sft(rc.lm_init(tok.vocab_size, context=5, dim=16, seed=seed), tokens, mask,
+    ref, _ = rc.sft(rc.lm_init(tok.vocab_size, context=8, dim=16, seed=seed), tokens, mask,
                     steps=150, lr=3e-3, seed=seed)
 
     def sample_pairs(n):
@@ -92,16 +92,18 @@ def test_make_preference_pairs_orders_and_drops_ties():
 
 
 def test_ipo_training_holds_its_margin_near_the_target(pipeline):
-    """IPO regresses the length-averaged margin onto 1/(2 tau); DPO's keeps growing past it."""
+    """IPO regresses the length-averaged margin onto 1/(2 tau): it climbs towards the target and
+    does not overshoot it; DPO's margin has no target and ends well past it."""
     _, ref, train, _ = pipeline
     tau = beta = 0.5
     ipo = rc.train_on_preferences(ref, train, loss="ipo", tau=tau, steps=120, lr=3e-3)
     dpo = rc.train_on_preferences(ref, train, loss="dpo", beta=beta, steps=120, lr=3e-3)
     target = 1 / (2 * tau)
-    assert abs(ipo.margins[-20:].mean() - target) < 0.25 * target
+    assert 0.5 * target < ipo.margins[-20:].mean() < 1.1 * target
     lengths = np.concatenate([train.chosen_mask[:, 1:].sum(1), train.rejected_mask[:, 1:].sum(1)])
-    # DPO's margin is in summed log-probs; divided by the longest length it still beats the target
-    assert dpo.margins[-20:].mean() / lengths.max() > 1.5 * target
+    # DPO's margin is in summed log-probs; divided by the longest length it is still past the
+    # target, and well past IPO's margin
+    assert dpo.margins[-20:].mean() / lengths.max() > max(target, 1.5 * ipo.margins[-20:].mean())
 
 
 def test_train_on_preferences_rejects_bad_arguments(pipeline):
@@ -112,3 +114,82 @@ def test_train_on_preferences_rejects_bad_arguments(pipeline):
         rc.train_on_preferences(ref, train, steps=0)
     with pytest.raises(ValueError, match="beta"):
         rc.train_on_preferences(ref, train, beta=-1.0, steps=1)
+
+
+def test_step_zero_sees_policy_equal_to_reference_exactly(pipeline):
+    """At the first update the policy is the reference: every margin is exactly 0, so the
+    accuracy is exactly 0 (a tie is not a win) and the loss is log 2. Reference log-probs taken
+    in another batch or code path would break ties by float32 rounding (issue 16)."""
+    _, ref, train, _ = pipeline
+    for seed in (0, 1, 2):
+        run = rc.train_on_preferences(ref, train, beta=0.5, steps=1, batch=32, seed=seed)
+        assert run.accuracies[0] == 0.0 and run.margins[0] == 0.0
+        assert abs(run.losses[0] - np.log(2.0)) < 1e-6
+    ipo = rc.train_on_preferences(ref, train, loss="ipo", tau=0.5, steps=1, batch=32)
+    assert ipo.accuracies[0] == 0.0 and ipo.margins[0] == 0.0
+
+
+def test_callback_sees_every_update_and_can_stop(pipeline):
+    _, ref, train, _ = pipeline
+    seen = []
+
+    def callback(info):
+        seen.append((info["update"], info["steps"], info["last"]))
+        assert set(info) == {"update", "steps", "params", "loss", "accuracy", "margin", "last"}
+        return info["steps"] < 3
+
+    run = rc.train_on_preferences(ref, train, steps=10, batch=16, callback=callback)
+    assert seen == [(0, 1, False), (1, 2, False), (2, 3, False)]
+    assert len(run.losses) == len(run.accuracies) == len(run.margins) == 3
+    with pytest.raises(TypeError, match="callback"):
+        rc.train_on_preferences(ref, train, steps=1, callback=3)
+
+
+def test_review_rate_marks_malformed_answers():
+    task = rc.review_task()
+    tok = task.tokenizer
+    good = tok.encode_pairs(["praise film", "roast plot"], ["great fun and", "dull and awful"])[0]
+    scores, formed = task.rate(good, 3)
+    assert formed.tolist() == [True, True] and scores.tolist() == [2.0, 2.0]
+    assert scores.tolist() == [task.score("praise film", "great fun and"),
+                               task.score("roast plot", "dull and awful")]
+    bad_texts = ["", "great", "great fun and good", "plot plot plot", "great fun praise"]
+    bad = tok.encode_pairs(["praise film"] * len(bad_texts), bad_texts)[0]
+    width = 3 + 5
+    bad = np.pad(bad, ((0, 0), (0, max(0, width - bad.shape[1]))))[:, :max(width, bad.shape[1])]
+    scores, formed = task.rate(bad, 3)
+    assert not formed.any() and (scores == rc.REVIEW_MALFORMED).all()
+    assert all(task.score("praise film", t) == rc.REVIEW_MALFORMED for t in bad_texts)
+    no_eos = good.copy()
+    no_eos[:, -1] = tok.ids["good"]  # three words and a fourth instead of EOS
+    assert not task.rate(no_eos, 3)[1].any()
+    with pytest.raises(ValueError, match="prompt_len"):
+        task.rate(good, good.shape[1])
+
+
+def test_rate_samples_kl_is_exact_zero_for_the_reference_and_unbiased(pipeline):
+    """The exact per-answer KL: 0 for the reference itself, never negative, and its mean agrees
+    with the mean sampled log-ratio (k1) of the same answers within sampling error."""
+    task, ref, train, _ = pipeline
+    ids = task.tokenizer.encode_prompts([p for p in task.prompts for _ in range(64)])
+    same = rc.rate_samples(ref, ref, ids, task.rate, np.random.default_rng(0))
+    assert (same.kl == 0.0).all()
+    policy = rc.train_on_preferences(ref, train, beta=0.5, steps=40, batch=32).params
+    report = rc.rate_samples(policy, ref, ids, task.rate, np.random.default_rng(1))
+    assert (report.kl >= -1e-6).all() and report.kl.mean() > 0.1
+    k1 = (rc.completion_log_prob(policy, report.tokens, report.mask)
+          - rc.completion_log_prob(ref, report.tokens, report.mask))
+    assert abs(k1.mean() - report.kl.mean()) < 4 * k1.std() / np.sqrt(len(k1))
+    assert report.kl.std() < k1.std()  # the exact sum over the vocabulary has less variance
+
+
+def test_dpo_raises_the_true_score_of_samples_on_three_seeds(pipeline):
+    """Must-show (lesson 13): judged by its samples and a scorer it never saw, DPO (beta=0.5,
+    100 steps of 32 pairs) writes better answers than the reference on every seed."""
+    task, ref, train, _ = pipeline
+    ids = task.tokenizer.encode_prompts([p for p in task.prompts for _ in range(64)])
+    base = rc.rate_samples(ref, ref, ids, task.rate, np.random.default_rng(0)).scores.mean()
+    for seed in (0, 1, 2):
+        run = rc.train_on_preferences(ref, train, beta=0.5, steps=100, batch=32, seed=seed)
+        after = rc.rate_samples(run.params, ref, ids, task.rate, np.random.default_rng(seed))
+        assert after.scores.mean() > base + 0.5, seed

@@ -18,7 +18,8 @@ ids = [nb.stem for nb in NOTEBOOKS]
 BUILD_IT_DONE = [
     "00_how_this_course_works", "01_bandits", "02_mdps_bellman", "03_dynamic_programming",
     "04_monte_carlo", "05_td_learning", "06_control", "09_actor_critic_gae", "10_ppo",
-    "07_dqn", "08_reinforce", "11_importance_sampling", "15_search_and_decoding",
+    "07_dqn", "08_reinforce", "11_importance_sampling", "12_reward_models_rlhf", "13_dpo_ipo", "14_grpo",
+    "15_search_and_decoding",
 ]
 
 

@@ -206,6 +206,41 @@ def test_k3_is_unbiased_for_kl_pi_ref_and_the_flipped_sign_is_caught():
         _check_k3_unbiased(_k3_sign_flipped)
 
 
+def test_corrected_k3_loss_follows_kl_pi_ref_and_plain_k3_the_reverse():
+    """Exact expectations over a 5-token vocabulary: E_{a ~ pi_old}[grad of the loss term] with
+    pi_old = pi (the first epoch). Plain k3 follows KL(ref || pi); k3 times the importance ratio
+    (old_logp=) follows KL(pi || ref); k1 in the loss has expected gradient 0."""
+    rng = np.random.default_rng(3)
+    theta, ref_theta = rng.normal(size=5), rng.normal(size=5)
+    ref_lp = np.asarray(rc.log_softmax(ref_theta, axis=-1))
+    old_lp = np.asarray(rc.log_softmax(theta, axis=-1))
+    weight = np.exp(old_lp)
+
+    def expected_grad(term):
+        return rc.grad(lambda t: rc.sum(weight * term(rc.log_softmax(t, axis=-1))))(theta)
+
+    def kl(p_from, p_to):
+        return rc.sum(rc.exp(p_from) * (p_from - p_to))
+
+    forward = rc.grad(lambda t: kl(rc.log_softmax(t, axis=-1), ref_lp))(theta)
+    reverse = rc.grad(lambda t: kl(ref_lp, rc.log_softmax(t, axis=-1)))(theta)
+    corrected = expected_grad(lambda lp: rc.kl_estimate(lp, ref_lp, "k3", old_logp=old_lp))
+    plain = expected_grad(lambda lp: rc.kl_estimate(lp, ref_lp, "k3"))
+    np.testing.assert_allclose(corrected, forward, atol=1e-12)
+    np.testing.assert_allclose(plain, reverse, atol=1e-12)
+    assert np.linalg.norm(plain - forward) > 0.1 * np.linalg.norm(forward)
+    np.testing.assert_allclose(expected_grad(lambda lp: rc.kl_estimate(lp, ref_lp, "k1")), 0, atol=1e-12)
+    # at logp == old_logp the value is plain k3; elsewhere it is scaled by the ratio
+    np.testing.assert_allclose(rc.kl_estimate(old_lp, ref_lp, "k3", old_logp=old_lp),
+                               rc.kl_estimate(old_lp, ref_lp, "k3"))
+    np.testing.assert_allclose(rc.kl_estimate(old_lp, ref_lp, "k3", old_logp=old_lp - 0.5),
+                               np.exp(0.5) * rc.kl_estimate(old_lp, ref_lp, "k3"))
+    with pytest.raises(ValueError, match="old_logp"):
+        rc.kl_estimate(old_lp, ref_lp, "k3", old_logp=old_lp[:3])
+    with pytest.raises(ValueError, match="old_logp"):
+        rc.kl_estimate(old_lp, ref_lp, "k3", old_logp=np.full(5, np.nan))
+
+
 def test_k3_is_nonnegative_property():
     from hypothesis import given
     from hypothesis import strategies as st

@@ -1,4 +1,5 @@
-"""The tiny causal LM: causality, the t -> t+1 alignment, padding, gradients, SFT and sampling."""
+"""The course's LM API on the transformer: causality, the t -> t+1 alignment, padding,
+gradients, SFT and sampling (the model itself is tested in test_transformer.py)."""
 
 import numpy as np
 import pytest
@@ -8,8 +9,8 @@ import rlcourse as rc
 TOK = rc.Tokenizer("0123456789+=")
 
 
-def _params(dtype=np.float64, context=4, seed=0):
-    return rc.lm_init(TOK.vocab_size, context=context, dim=5, seed=seed, hidden=12, dtype=dtype)
+def _params(dtype=np.float64, seed=0):
+    return rc.lm_init(TOK.vocab_size, context=12, dim=8, seed=seed, heads=2, hidden=12, dtype=dtype)
 
 
 def test_tokenizer_round_trip_and_specials():
@@ -49,16 +50,15 @@ def test_logits_are_causal():
         assert not np.allclose(out[:, t], base[:, t])  # position t sees token t
 
 
-def test_window_is_the_last_context_tokens():
-    params = _params(context=3)
-    rng = np.random.default_rng(1)
-    tokens = rng.integers(3, TOK.vocab_size, size=(2, 8))
-    base = rc.lm_logits(params, tokens)
+def test_the_language_model_is_the_transformer():
+    params = rc.lm_init(TOK.vocab_size, seed=1)
+    assert rc.transformer_config(params) == rc.TransformerConfig(TOK.vocab_size, 16, 32, 4, 2, 128)
+    tokens = np.random.default_rng(1).integers(3, TOK.vocab_size, size=(2, 8))
+    np.testing.assert_array_equal(rc.lm_logits(params, tokens), rc.transformer_logits(params, tokens))
+    # the first token is seen by every later position: no fixed window
     changed = tokens.copy()
     changed[:, 0] = (tokens[:, 0] - 3 + 1) % (TOK.vocab_size - 3) + 3
-    out = rc.lm_logits(params, changed)
-    assert not np.allclose(out[:, 2], base[:, 2])  # token 0 is inside position 2's window
-    np.testing.assert_array_equal(out[:, 3:], base[:, 3:])  # and outside position 3's
+    assert not np.isclose(rc.lm_logits(params, changed)[:, -1], rc.lm_logits(params, tokens)[:, -1]).all()
 
 
 def test_left_padding_changes_no_logit():
@@ -85,7 +85,7 @@ def test_gradient_matches_finite_differences():
     params = _params(np.float64)
     tokens, mask, _ = TOK.encode_pairs(["1+2=", "4+4="], ["3", "8"])
     _, grads = rc.value_and_grad(rc.lm_nll)(params, tokens, mask)
-    for path in (("embed",), ("hidden", "w"), ("out", "b")):
+    for path in (("embed",), ("blocks", 0, "attn", "w"), ("blocks", 1, "out", "b"), ("head",)):
         leaf = params
         for key in path:
             leaf = leaf[key]
@@ -122,7 +122,7 @@ def test_padding_and_prompt_get_no_gradient_and_do_not_change_the_loss():
 def test_sft_lowers_loss_and_learns_addition():
     prompts, answers = rc.addition_data(600, seed=0, max_operand=4)
     tokens, mask, _ = TOK.encode_pairs(prompts, answers)
-    params = rc.lm_init(TOK.vocab_size, context=6, dim=8, seed=0, hidden=64)
+    params = rc.lm_init(TOK.vocab_size, context=8, dim=16, seed=0)
     before = rc.lm_nll(params, tokens, mask)
     params, losses = rc.sft(params, tokens, mask, steps=250, lr=1e-2, seed=0, batch=64)
     after = rc.lm_nll(params, tokens, mask)
@@ -178,3 +178,8 @@ def test_bad_inputs_raise():
         rc.generate(params, [[1, 4]], 2, rng=0)
     with pytest.raises(ValueError, match="context"):
         rc.lm_init(10, 0, 4)
+    with pytest.raises(ValueError, match="prompts: a prompt plus max_new=9 sampled tokens could reach 14 "
+                                         "real .* context of 12"):
+        rc.generate(params, TOK.encode_prompts(["1+2=", "3="]), 9, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="max_new"):
+        rc.generate(params, [[1, 4]], 0, np.random.default_rng(0))

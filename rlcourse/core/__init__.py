@@ -4,7 +4,8 @@
 clipping, schedules), ``returns`` (discounted returns, n-step, GAE, group-relative advantages),
 ``distributions`` (categorical and Gaussian policies), ``sampling`` (token filters),
 ``importance`` (importance weights and estimators), ``losses`` (PPO's clip, Huber, preference
-and GRPO losses), ``tokens`` and ``kl`` (token log-probs, masks and KL), ``tokenizer`` and
-``lm`` (a tiny causal language model), ``blas`` and ``heap`` (process settings for small
-arrays). Nothing here imports a trainer or the course layer.
+and GRPO losses), ``tokens`` and ``kl`` (token log-probs, masks and KL), ``tokenizer``,
+``transformer`` and ``lm`` (a tiny causal transformer and the language-model API on it),
+``blas`` and ``heap`` (process settings for small arrays). Nothing here imports a trainer or
+the course layer.
 """

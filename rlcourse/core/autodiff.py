@@ -29,6 +29,7 @@ __all__ = [
     "log_softmax", "softmax", "logsumexp", "log_sigmoid",
     "minimum", "maximum", "clip", "where", "sum", "mean",
     "take_along_axis", "reshape", "transpose", "concatenate", "stack", "stop_gradient",
+    "embedding", "affine", "layer_norm", "gelu", "self_attention",
 ]
 
 # One tape per active value_and_grad call; ops record onto the innermost.
@@ -228,7 +229,7 @@ def _pow(a, exponent):
 
 def _matmul(a, b):
     av, bv = _val(a), _val(b)
-    out = av @ bv
+    out = _stacked_matmul(av, bv) if np.ndim(av) > 2 and np.ndim(bv) == 2 else av @ bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
     parents = []
@@ -239,9 +240,17 @@ def _matmul(a, b):
     return _record(out, tuple(parents))
 
 
+def _stacked_matmul(a, b):
+    """``a [..., K] @ b [K, N]`` as one 2-D product: numpy would loop over the leading axes,
+    one small BLAS call per matrix, several times slower for a batch of short sequences."""
+    return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+
+
 def _matmul_grad_a(g, a, b):
     if a.ndim == 2 and b.ndim == 2:  # the common case, kept free of reshuffling
         return g @ b.T
+    if a.ndim > 2 and b.ndim == 2:  # [..., K] @ [K, N]: one 2-D product
+        return _stacked_matmul(g, b.T)
     if b.ndim == 1:
         ga = np.multiply.outer(g, b) if a.ndim > 1 else g * b
     else:
@@ -254,6 +263,8 @@ def _matmul_grad_a(g, a, b):
 def _matmul_grad_b(g, a, b):
     if a.ndim == 2 and b.ndim == 2:
         return a.T @ g
+    if a.ndim > 2 and b.ndim == 2:  # the sum over the leading axes is the 2-D product's own
+        return a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
     if a.ndim == 1:
         gb = np.multiply.outer(a, g) if b.ndim > 1 else g * a
     else:
@@ -672,3 +683,244 @@ def numerical_grad(f: Callable[[np.ndarray], Any], x: np.ndarray, eps: float = 1
         gflat[i] = (up - down) / (2 * eps)
     return g
 
+
+
+# ---------------------------------------------------------------- transformer ops
+# Each is one tape node with a hand-written vjp: composing them from the ops above would record
+# 5-15 nodes and allocate as many temporaries per call.
+
+def embedding(table, ids):
+    """Rows of ``table`` ``[V, D]`` picked by integer ``ids`` ``[...]``: ``[..., D]``.
+
+    The gradient of ``table`` adds up the gradients of every position holding the same id. It
+    is computed as ``onehot(ids).T @ g``, one BLAS call; ``np.add.at`` scatters row by row and
+    is about 15x slower for the course's vocabularies of a few dozen tokens.
+    """
+    tv = _val(table)
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
+    if np.ndim(tv) != 2:
+        raise ValueError(f"table: expected shape [V, D], got {np.shape(tv)}")
+    vocab, dim = tv.shape
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+        raise ValueError(f"ids: expected values in [0, {vocab}), got {ids.min()}..{ids.max()}")
+    out = np.take(tv, ids, axis=0)
+    if not isinstance(table, Tensor):
+        return out
+
+    def vjp(g):
+        onehot = (ids.reshape(-1, 1) == np.arange(vocab)).astype(g.dtype)
+        return onehot.T @ g.reshape(-1, dim)
+
+    return _record(out, ((table, vjp),))
+
+
+def affine(x, w, b):
+    """``x @ w + b`` as one tape node: ``x`` ``[..., K]``, ``w`` ``[K, N]``, ``b`` ``[N]`` ->
+    ``[..., N]``. The bias is added into the product in place, and its gradient (the sum of the
+    output's gradient over every row) is one matrix-vector product."""
+    xv, wv, bv = _val(x), _val(w), _val(b)
+    if np.ndim(wv) != 2 or np.shape(xv)[-1:] != wv.shape[:1] or np.shape(bv) != wv.shape[1:]:
+        raise ValueError(f"affine: expected x [..., K], w [K, N], b [N], got shapes "
+                         f"{np.shape(xv)}, {np.shape(wv)}, {np.shape(bv)}")
+    x2 = xv.reshape(-1, wv.shape[0])
+    out = x2 @ wv
+    out += bv
+    out = out.reshape(*np.shape(xv)[:-1], wv.shape[1])
+    if not any(isinstance(v, Tensor) for v in (x, w, b)):
+        return out
+
+    def rows(g):
+        return g.reshape(-1, wv.shape[1])
+
+    parents = []
+    if isinstance(x, Tensor):
+        parents.append((x, lambda g: (rows(g) @ wv.T).reshape(xv.shape)))
+    if isinstance(w, Tensor):
+        parents.append((w, lambda g: x2.T @ rows(g)))
+    if isinstance(b, Tensor):
+        parents.append((b, lambda g: np.ones(len(x2), dtype=g.dtype) @ rows(g)))
+    return _record(out, tuple(parents))
+
+
+def layer_norm(x, gain, bias, eps: float = 1e-5):
+    """``(x - mean) / sqrt(var + eps) * gain + bias`` over the last axis of ``x`` ``[..., D]``.
+
+    ``gain`` and ``bias`` are ``[D]``; the variance is the biased one (divided by D), as in
+    PyTorch's ``LayerNorm``. Returns ``x``'s shape.
+    """
+    xv, gv, bv = _val(x), _val(gain), _val(bias)
+    dim = np.shape(xv)[-1]
+    for name, v in (("gain", gv), ("bias", bv)):
+        if np.shape(v) != (dim,):
+            raise ValueError(f"{name}: expected shape ({dim},) (the last axis of x), got {np.shape(v)}")
+    x2 = xv.reshape(-1, dim)
+    # row means as matrix-vector products: several times faster than .mean(axis=-1) on short rows
+    average = np.full(dim, 1.0 / dim, dtype=x2.dtype)
+    xhat = x2 - (x2 @ average)[:, None]
+    # 1 / sqrt(var + eps) with a Python float eps keeps float32 float32
+    rstd = 1.0 / np.sqrt(np.einsum("ij,ij->i", xhat, xhat) / dim + eps)
+    xhat *= rstd[:, None]
+    out = xhat * gv
+    out += bv
+    out = out.reshape(np.shape(xv))
+    if not any(isinstance(v, Tensor) for v in (x, gain, bias)):
+        return out
+
+    def vjp_x(g):
+        # dx = rstd * (g' - mean(g') - xhat * mean(g' xhat)), g' = g * gain
+        gx = g.reshape(-1, dim) * gv
+        dot = np.einsum("ij,ij->i", gx, xhat) / dim
+        gx -= (gx @ average)[:, None]
+        gx -= xhat * dot[:, None]
+        gx *= rstd[:, None]
+        return gx.reshape(np.shape(xv))
+
+    parents = []
+    if isinstance(x, Tensor):
+        parents.append((x, vjp_x))
+    if isinstance(gain, Tensor):
+        parents.append((gain, lambda g: np.einsum("ij,ij->j", g.reshape(-1, dim), xhat)))
+    if isinstance(bias, Tensor):
+        parents.append((bias, lambda g: np.ones(len(x2), dtype=g.dtype) @ g.reshape(-1, dim)))
+    return _record(out, tuple(parents))
+
+
+_GELU_C = float(np.sqrt(2.0 / np.pi))
+# Entries per slice of gelu's passes: 32K float32 (128 KB) per array stays in the core's cache
+# through all of them, where whole 1-4 MB activations would go to memory and back on each pass.
+_GELU_SLICE = 1 << 15
+
+
+def gelu(x):
+    """GELU, tanh form (GPT-2's): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Computed as ``x * sigmoid(2u)`` with ``u = sqrt(2/pi) (x + 0.044715 x^3)``, the same
+    function: one ``exp`` per entry is cheaper than a ``tanh``.
+    """
+    xv = np.asarray(_val(x))
+    if xv.dtype.kind != "f":
+        xv = xv.astype(np.float64)
+    flat = xv.reshape(-1)
+    h, out = np.empty_like(flat), np.empty_like(flat)
+    for lo in range(0, flat.size, _GELU_SLICE):
+        xs, hs = flat[lo:lo + _GELU_SLICE], h[lo:lo + _GELU_SLICE]
+        np.multiply(xs, xs, out=hs)
+        hs *= -2 * 0.044715 * _GELU_C
+        hs -= 2 * _GELU_C
+        hs *= xs  # -2u
+        with np.errstate(over="ignore"):  # exp(-2u) = inf for x below about -10 (float32): h = 0
+            np.exp(hs, out=hs)
+        hs += 1.0
+        np.reciprocal(hs, out=hs)  # h = sigmoid(2u) = (1 + tanh u) / 2
+        np.multiply(xs, hs, out=out[lo:lo + _GELU_SLICE])
+    out = out.reshape(xv.shape)
+    if not isinstance(x, Tensor):
+        return out
+
+    def vjp(g):
+        # d/dx = h + x h (1 - h) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), as d tanh = 1 - tanh^2
+        g = np.reshape(g, -1)
+        grad = np.empty(flat.shape, dtype=np.result_type(flat, g))
+        spread = np.empty(min(flat.size, _GELU_SLICE), dtype=h.dtype)
+        for lo in range(0, flat.size, _GELU_SLICE):
+            xs, hs, gs = flat[lo:lo + _GELU_SLICE], h[lo:lo + _GELU_SLICE], grad[lo:lo + _GELU_SLICE]
+            ss = spread[:len(xs)]
+            np.multiply(xs, xs, out=gs)
+            gs *= 6 * 0.044715 * _GELU_C
+            gs += 2 * _GELU_C
+            gs *= xs
+            np.subtract(1.0, hs, out=ss)
+            ss *= hs
+            gs *= ss
+            gs += hs
+            gs *= g[lo:lo + _GELU_SLICE]
+        return grad.reshape(xv.shape)
+
+    return _record(out, ((x, vjp),))
+
+
+def self_attention(qkv, heads: int, mask=None):
+    """Multi-head scaled dot-product self-attention on packed projections: ``[B, T, D]``.
+
+    ``qkv`` ``[B, T, 3D]`` holds the queries, keys and values side by side on the last axis
+    (columns ``[0, D)``, ``[D, 2D)``, ``[2D, 3D)``); each is split into ``heads`` heads of
+    ``dh = D / heads`` consecutive columns. For every head,
+    ``softmax(q k^T / sqrt(dh) + log mask) v`` ``[B, T, dh]``, and the heads' outputs are
+    concatenated back to ``D`` columns in the same order. ``mask`` (bool, broadcastable to
+    ``[B, T, T]``, True where query ``i`` may see key ``j``; None lets every query see every key)
+    gives a hidden key probability exactly 0 and no gradient. Every query must see at least one
+    key.
+    """
+    value = _val(qkv)
+    if np.ndim(value) != 3 or value.shape[-1] % 3:
+        raise ValueError(f"qkv: expected shape [B, T, 3D], got {np.shape(value)}")
+    batch, length, three_d = value.shape
+    dim = three_d // 3
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or heads < 1 or dim % heads:
+        raise ValueError(f"heads: expected a positive divisor of D = {dim}, got {heads!r}")
+    dh = dim // heads
+    scale = 1.0 / float(np.sqrt(dh))
+    q, k, v = value.reshape(batch, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # [B, H, T, dh]
+    hidden = None
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        try:
+            visible = np.broadcast_to(mask, (batch, length, length))
+        except ValueError:
+            raise ValueError(f"mask: expected a shape broadcastable to {(batch, length, length)}, "
+                             f"got {mask.shape}") from None
+        if not visible.any(axis=-1).all():
+            raise ValueError("mask: some query sees no key (a row of the mask is all False); "
+                             "let every query at least see itself")
+        hidden = ~mask[..., None, :, :] if mask.ndim == 3 else ~mask  # broadcast over the heads
+    probs = _attention_probs(q, k, scale, hidden, fast=True)
+    out = np.empty((batch, length, dim), dtype=probs.dtype)
+    np.matmul(probs, v, out=out.reshape(batch, length, heads, dh).transpose(0, 2, 1, 3))
+    if not isinstance(qkv, Tensor):
+        return out
+
+    def vjp(g):
+        g = g.reshape(batch, length, heads, dh).transpose(0, 2, 1, 3)
+        grad = np.empty((batch, length, 3, heads, dh), dtype=np.result_type(value, g))
+        dq, dk, dv = grad.transpose(2, 0, 3, 1, 4)  # views: the products below write into grad
+        np.matmul(probs.swapaxes(-1, -2), g, out=dv)
+        ds = g @ v.swapaxes(-1, -2)  # d loss / d probs
+        # softmax's vjp: p * (ds - sum(ds * p)); a hidden key has p = 0, so its gradient is 0
+        ds -= np.einsum("...i,...i->...", ds, probs)[..., None]
+        ds *= probs
+        ds *= scale
+        np.matmul(ds, k, out=dq)
+        np.matmul(ds.swapaxes(-1, -2), q, out=dk)
+        return grad.reshape(batch, length, three_d)
+
+    return _record(out, ((qkv, vjp),))
+
+
+def _attention_probs(q, k, scale: float, hidden, fast: bool):
+    """``softmax(q k^T * scale)`` ``[B, H, T, T]`` with ``hidden`` keys (bool, broadcastable)
+    at probability exactly 0.
+
+    Softmax may subtract any constant per row before ``exp``; the usual one, the row's max, is
+    a reduction over rows of T entries, which numpy makes as slow as the ``exp`` itself. With
+    ``fast``, each row's own score for its own position (the diagonal, which a causal query
+    always sees) is subtracted instead: still a function of the row alone, so causality holds
+    bit for bit. Should some score exceed it by more than ``exp`` can hold, or a row's sum come
+    out tiny (a hidden diagonal), the call is redone with the exact row max.
+    """
+    scores = q @ k.swapaxes(-1, -2)
+    scores *= scale
+    shift = scores.diagonal(axis1=-2, axis2=-1)[..., None].copy() if fast else None
+    if hidden is not None:
+        np.copyto(scores, -np.inf, where=hidden)  # masked_fill: exp(-inf) is exactly 0
+    scores -= shift if fast else scores.max(axis=-1, keepdims=True)
+    length = scores.shape[-1]
+    with np.errstate(over="ignore"):  # an inf here sends the call to the exact path
+        probs = np.exp(scores, out=scores)
+        # row sums as one matrix-vector product, many times faster than .sum(axis=-1) on short rows
+        sums = probs.reshape(-1, length) @ np.ones(length, dtype=probs.dtype)
+    if fast and not (np.isfinite(sums).all() and sums.min() > 1e-20):
+        return _attention_probs(q, k, scale, hidden, fast=False)
+    probs *= (1.0 / sums).reshape(*probs.shape[:-1], 1)
+    return probs

@@ -84,23 +84,40 @@ def _same_shape_values(logp, ref_logp, mask=None, ref_name: str = "ref_logp"):
     return a, b
 
 
-def kl_estimate(logp, ref_logp, kind: str = "k1"):
+def kl_estimate(logp, ref_logp, kind: str = "k1", *, old_logp=None):
     """Per-token estimates of ``KL(pi || ref)`` from the log-probs of tokens sampled from ``pi``.
 
     With ``d = ref_logp - logp``: ``k1 = -d`` (unbiased, can be negative), ``k2 = d**2 / 2``
     (biased, >= 0) and ``k3 = exp(d) - d - 1`` (unbiased and >= 0). Elementwise, any shape;
     ``logp`` may be traced.
+
+    These are unbiased *values* when the tokens were sampled from ``pi`` itself. As a loss term
+    differentiated through a traced ``logp``, their expected gradients differ: ``k1``'s is 0,
+    ``k3``'s is that of ``KL(ref || pi)`` (the other direction), ``k2``'s that of
+    ``KL(pi || ref)`` at each position. ``old_logp`` (the sampling policy's log-probs, data) is
+    the correction for the loss: the estimate is multiplied by the importance ratio
+    ``exp(logp - old_logp)`` (kept traced), so that on tokens sampled from ``pi_old`` its
+    expected value is the estimate under ``pi`` and, for ``k3``, its expected gradient is that of
+    ``KL(pi || ref)`` at each position: DeepSeek-V3.2's correction, TRL's
+    ``use_bias_correction_kl``. At ``logp == old_logp`` the value is unchanged.
     """
     lp, rp = _same_shape_values(logp, ref_logp)
     if kind not in _KL_KINDS:
         raise ValueError(f"kind: expected one of {_KL_KINDS}, got {kind!r}")
     # keep traced inputs traced; anything else (lists, ints) as the checked float arrays
-    d = (ref_logp if isinstance(ref_logp, ad.Tensor) else rp) - (logp if isinstance(logp, ad.Tensor) else lp)
+    lp_in = logp if isinstance(logp, ad.Tensor) else lp
+    d = (ref_logp if isinstance(ref_logp, ad.Tensor) else rp) - lp_in
     if kind == "k1":
-        return -d
-    if kind == "k2":
-        return 0.5 * d * d
-    return ad.exp(d) - d - 1.0
+        est = -d
+    elif kind == "k2":
+        est = 0.5 * d * d
+    else:
+        est = ad.exp(d) - d - 1.0
+    if old_logp is None:
+        return est
+    op = _log_prob_values("old_logp", old_logp)
+    check_shape("old_logp", op, lp.shape, "logp")
+    return ad.exp(lp_in - op) * est
 
 
 def _check_token_mask(mask, shape: tuple, name: str = "mask", against: str = "logp") -> np.ndarray:

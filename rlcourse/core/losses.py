@@ -24,12 +24,12 @@ import numpy as np
 
 from . import autodiff as ad
 from ._checks import as_bool_array, as_float_array, check_count, check_nonnegative, check_shape
-from .kl import _check_token_mask, _same_shape_values, kl_estimate
+from .kl import _check_token_mask, _log_prob_values, _same_shape_values, kl_estimate
 
 __all__ = [
     "ppo_clip_objective", "ppo_clip_loss", "PPOClipResult", "huber",
     "PreferenceResult", "preference_loss", "dpo_loss", "ipo_loss", "grpo_advantages",
-    "GRPOLoss", "grpo_loss",
+    "rloo_advantages", "aggregate_token_loss", "GRPOLoss", "grpo_loss",
 ]
 
 
@@ -270,39 +270,138 @@ def ipo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, tau=0.1,
     return _result(loss, tau, chosen_ratio, rejected_ratio)
 
 
-def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale: bool = True) -> np.ndarray:
-    """Group-relative advantages: ``(r - mean_g) / (std_g + eps)`` within each group.
+_SCALES = {True: "group", False: "none", "group": "group", "batch": "batch", "none": "none"}
 
-    ``rewards`` [B]: one scalar reward per sampled completion, the G = ``group_size`` samples of
-    one prompt in consecutive rows (B must be a multiple of G). ``std_g`` is the *sample*
-    standard deviation (ddof=1) and ``eps = 1e-4``, as in TRL; so G must be >= 2. A group whose
-    rewards are all equal carries no signal about which sample was better and gets advantage 0
-    (never NaN). ``scale=False`` skips the division by the std (the "Dr. GRPO" variant, which
-    keeps easy and hard prompts on the reward's own scale). The advantages of each group sum
-    to zero. Returns float64 [B]; rewards are data, not traced.
-    """
+
+def _scale_name(scale) -> str:
+    if isinstance(scale, (bool, np.bool_)):
+        return _SCALES[bool(scale)]
+    if scale not in ("group", "batch", "none"):
+        raise ValueError(f"scale: expected True/'group', 'batch' or False/'none' (TRL's "
+                         f"scale_rewards), got {scale!r}")
+    return scale
+
+
+def _reward_groups(rewards, group_size: int) -> np.ndarray:
+    """``rewards`` [B] as float64 groups ``[B/G, G]``, checked."""
     r = as_float_array("rewards", rewards, ndim=1).astype(np.float64)
-    check_count("group_size", group_size, low=2)  # the sample std needs two samples per prompt
+    check_count("group_size", group_size, low=2)  # a baseline needs another sample of the prompt
     if r.size == 0 or r.size % group_size:
         raise ValueError(f"rewards: expected a batch that is a whole number of groups of "
                          f"group_size={group_size}, got {r.size} rewards")
+    return r.reshape(-1, group_size)
+
+
+def grpo_advantages(rewards, group_size: int, eps: float = 1e-4, scale=True) -> np.ndarray:
+    """Group-relative advantages: ``(r - mean_g) / (std + eps)``, the mean taken within each group.
+
+    ``rewards`` [B]: one scalar reward per sampled completion, the G = ``group_size`` samples of
+    one prompt in consecutive rows (B a multiple of G). ``scale`` is TRL's ``scale_rewards``:
+
+    - ``True`` or ``"group"`` (GRPO, TRL's default): divide by the group's *sample* standard
+      deviation (ddof=1) plus ``eps = 1e-4``, as TRL does;
+    - ``"batch"``: divide by the sample std of the whole batch's rewards (the mean stays per group);
+    - ``False`` or ``"none"`` (Dr. GRPO): no division; the advantage keeps the reward's units, and
+      prompts that are almost always or almost never solved are not up-weighted.
+
+    A group whose rewards are all equal carries no signal about which sample was better and gets
+    advantage exactly 0 (never NaN). Each group's advantages sum to zero. The baseline includes
+    the sample itself, so ``r_i - mean_g = (G-1)/G * (r_i - mean of the other G-1)``: RLOO's
+    advantage (``rloo_advantages``) times ``(G-1)/G``. Returns float64 [B]; rewards are data,
+    not traced.
+    """
+    groups = _reward_groups(rewards, group_size)
+    scale = _scale_name(scale)
     eps = float(eps)
     if not (np.isfinite(eps) and eps > 0):
         raise ValueError(f"eps: expected a finite number > 0, got {eps}")
-    groups = r.reshape(-1, group_size)
     centred = groups - groups.mean(axis=1, keepdims=True)
     # exactly 0, not a rounding residue of the mean divided by eps
     centred[np.ptp(groups, axis=1) == 0] = 0.0
-    if scale:
+    if scale == "group":
         centred = centred / (groups.std(axis=1, ddof=1, keepdims=True) + eps)
+    elif scale == "batch":
+        std = groups.std(ddof=1) if groups.size > 1 else 0.0
+        centred = centred / (std + eps)
     return centred.reshape(-1)
+
+
+def rloo_advantages(rewards, group_size: int) -> np.ndarray:
+    """REINFORCE leave-one-out advantages: ``r_i - mean of the other G-1 rewards of its group``.
+
+    The baseline of sample i does not depend on sample i, so the policy gradient stays exactly
+    unbiased (Kool et al. 2019; Ahmadian et al. 2024; TRL's ``RLOOTrainer``, which computes
+    ``baseline = (group sum - r_i) / (G - 1)``). Equals ``G/(G-1)`` times GRPO's unscaled
+    advantage ``grpo_advantages(rewards, G, scale=False)``. ``rewards`` [B] in groups of
+    ``group_size`` consecutive rows; returns float64 [B], each group summing to zero.
+    """
+    groups = _reward_groups(rewards, group_size)
+    others = (groups.sum(axis=1, keepdims=True) - groups) / (group_size - 1)
+    adv = groups - others
+    adv[np.ptp(groups, axis=1) == 0] = 0.0
+    return adv.reshape(-1)
+
+
+_AGGREGATES = {"token": "dapo", "dapo": "dapo", "bnpo": "dapo", "sequence": "grpo", "grpo": "grpo",
+               "dr_grpo": "dr_grpo"}
+
+
+def aggregate_token_loss(per_token, mask, loss_type: str = "dapo", max_completion_length=None):
+    """One scalar from a per-token loss ``[B, T]`` over the action tokens ``mask`` ``[B, T]``,
+    by TRL's ``GRPOConfig.loss_type`` (``trl/trainer/grpo_trainer.py``, ``_compute_loss``):
+
+    - ``"grpo"`` (alias ``"sequence"``; the DeepSeekMath paper): each completion's tokens are
+      averaged, then the completions: ``mean_i (sum_t l_it / |o_i|)``. A token of a long
+      completion weighs less, so a long wrong answer is pushed down less per token;
+    - ``"dapo"`` (alias ``"token"``, TRL's default; DAPO): ``sum_it l_it / sum_i |o_i|``, one mean
+      over all action tokens of the batch: every token weighs the same. (TRL's ``"bnpo"`` is the
+      same over a local batch; here there is one batch, so it is accepted as the same thing);
+    - ``"dr_grpo"`` (Dr. GRPO): ``sum_it l_it / (B * max_completion_length)``, a constant that
+      depends on neither the completions' lengths nor how many tokens the batch holds.
+
+    ``per_token`` may be traced (the result then is); entries where ``mask`` is False never
+    enter, whatever they hold. Every completion needs an action token for ``"grpo"``.
+    """
+    if loss_type not in _AGGREGATES:
+        raise ValueError(f"aggregate: expected one of {sorted(_AGGREGATES)} (TRL's loss_type), got "
+                         f"{loss_type!r}")
+    kind = _AGGREGATES[loss_type]
+    mask = as_bool_array("mask", mask)
+    shape = np.shape(ad.stop_gradient(per_token))
+    if mask.shape != shape or len(shape) != 2:
+        raise ValueError(f"mask: expected shape {shape} (the shape of the per-token loss, [B, T]), "
+                         f"got {mask.shape}")
+    counts = mask.sum(axis=1)
+    if not counts.any():
+        raise ValueError("mask: every entry is False; there are no action tokens")
+    masked = ad.where(mask, per_token, 0.0)
+    if kind == "dapo":
+        return ad.sum(masked) / int(counts.sum())
+    if kind == "grpo":
+        if (counts == 0).any():
+            raise ValueError(
+                f"mask: sequence {int(np.argmin(counts))} has no action token; loss_type 'grpo' "
+                "would average over nothing (drop it, or use 'dapo')"
+            )
+        dtype = np.asarray(ad.stop_gradient(per_token)).dtype
+        return ad.mean(ad.sum(masked, axis=1) / counts.astype(dtype))
+    if max_completion_length is None:
+        raise ValueError("max_completion_length: loss_type 'dr_grpo' divides by B * "
+                         "max_completion_length; pass the sampling limit (max_new)")
+    length = check_count("max_completion_length", max_completion_length)
+    if counts.max() > length:
+        raise ValueError(f"max_completion_length: a completion holds {int(counts.max())} action "
+                         f"tokens, more than max_completion_length={length}")
+    return ad.sum(masked) / (len(counts) * length)
 
 
 class GRPOLoss(NamedTuple):
     """What ``grpo_loss`` returns (a tuple whose first item is the loss, so it can be returned
     from a function given to ``value_and_grad``). ``loss = policy_loss + kl_coef * kl``;
-    ``kl`` is the aggregated k3 estimate of ``KL(pi || ref)`` per token (plain float);
-    ``clip_fraction`` and ``approx_kl`` are ``ppo_clip_loss``'s token-mean diagnostics."""
+    ``kl`` is the aggregated KL term (k3, times the ratio with ``kl_correction``; a plain float);
+    ``clip_fraction`` (fraction of action tokens whose ratio lies outside ``[1-clip, 1+clip]``)
+    and ``approx_kl`` (token mean of k3 of ``KL(pi_old || pi)``) are token means whatever the
+    aggregation, as in ``ppo_clip_loss``."""
 
     loss: object
     policy_loss: float
@@ -312,34 +411,64 @@ class GRPOLoss(NamedTuple):
 
 
 def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_coef: float = 0.04,
-              aggregate: str = "token") -> GRPOLoss:
-    """GRPO's loss: PPO's clipped surrogate with one advantage per completion, plus a k3 KL
-    penalty to the frozen reference, both aggregated over action tokens in the same way.
+              aggregate: str = "token", max_completion_length=None,
+              kl_correction: bool = False) -> GRPOLoss:
+    """GRPO's loss: PPO's clipped surrogate with one advantage per completion, plus a k3 KL term
+    to the frozen reference, both aggregated over action tokens in the same way.
+
+    Per action token, with ``r = exp(logp - old_logp)`` and ``d = ref_logp - logp``:
+    ``l = -min(r A, clip(r, 1-clip, 1+clip) A) + kl_coef * k3``, ``k3 = exp(d) - d - 1``;
+    ``aggregate`` is TRL's ``loss_type`` (see ``aggregate_token_loss``: ``"token"``/``"dapo"``
+    the default, ``"sequence"``/``"grpo"``, ``"dr_grpo"`` with ``max_completion_length``).
 
     ``logp`` ``[B, T]`` (traced), ``old_logp`` (the sampling policy's) and ``ref_logp`` (the
     reference's) ``[B, T]``, aligned with ``tokens[:, 1:]``; ``advantages`` ``[B]`` (from
     ``grpo_advantages``) or ``[B, T]``; ``mask`` ``[B, T]`` True on action tokens
-    (``mask[:, 1:]``). The KL term is ``k3 = exp(d) - d - 1`` with ``d = ref_logp - logp`` on
-    each action token: >= 0, unbiased for ``KL(pi || ref)`` on tokens sampled from pi, and with
-    a gradient that pulls ``logp`` towards ``ref_logp`` (``kl_coef = 0.04`` as in DeepSeekMath;
-    0 drops it). ``aggregate="token"`` averages over all action tokens of the batch,
-    ``"sequence"`` over each completion's tokens first, then over completions (GRPO's paper).
+    (``mask[:, 1:]``). Padding positions may hold ``-inf`` log-probs.
+
+    **What the KL term's gradient is.** On tokens sampled from ``pi``, k3's *value* is an
+    unbiased estimate of ``KL(pi || ref)``; but differentiated as a loss term, its expected
+    gradient is that of ``KL(ref || pi)``, the other direction. ``kl_correction=True`` multiplies
+    each token's k3 by the ratio ``r`` (with its gradient), as DeepSeek-V3.2 does and TRL's
+    ``use_bias_correction_kl`` (TRL's default since 2026): its expected gradient is that of
+    ``KL(pi || ref)``. ``kl_coef = 0.04`` as in DeepSeekMath; 0 drops the term.
     """
     kl_coef = float(kl_coef)
     if not (np.isfinite(kl_coef) and kl_coef >= 0):
         raise ValueError(f"kl_coef: expected a finite number >= 0, got {kl_coef}")
-    policy = ppo_clip_loss(logp, old_logp, advantages, mask, clip=clip, aggregate=aggregate)
-    mask = np.asarray(mask, dtype=bool)
-    ref = np.asarray(ad.stop_gradient(ref_logp))
-    check_shape("ref_logp", ref, mask.shape, "mask")
-    # padding positions may hold -inf log-probs; they are replaced before any arithmetic
-    per_token = kl_estimate(ad.where(mask, logp, 0.0), np.where(mask, ref, 0.0), kind="k3")
-    per_token = ad.where(mask, per_token, 0.0)
-    counts = mask.sum(axis=1)
-    if aggregate == "token":
-        kl = ad.sum(per_token) / int(counts.sum())
-    else:
-        kl = ad.mean(ad.sum(per_token, axis=1) / counts)
-    loss = policy.loss + kl_coef * kl
-    return GRPOLoss(loss, float(ad.stop_gradient(policy.loss)), float(ad.stop_gradient(kl)),
-                    policy.clip_fraction, policy.approx_kl)
+    if aggregate not in _AGGREGATES:
+        raise ValueError(f"aggregate: expected one of {sorted(_AGGREGATES)} (TRL's loss_type), got "
+                         f"{aggregate!r}")
+    mask = as_bool_array("mask", mask)
+    lp, old = _same_shape_values(logp, old_logp, mask, "old_logp")
+    if lp.ndim != 2:
+        raise ValueError(f"logp: expected shape [B, T], got {lp.shape}")
+    mask = _check_token_mask(mask, lp.shape)
+    ref = _log_prob_values("ref_logp", ref_logp, mask)
+    check_shape("ref_logp", ref, lp.shape, "logp")
+    adv = as_float_array("advantages", advantages)
+    if adv.shape == lp.shape[:1]:
+        adv = np.broadcast_to(adv[:, None], lp.shape)
+    check_shape("advantages", adv, lp.shape, "logp (or [B], one per sequence)")
+    clip = float(clip)
+    if not 0.0 < clip < 1.0:
+        raise ValueError(f"clip: expected a number in (0, 1), got {clip}")
+    dtype = lp.dtype
+    adv = np.where(mask, adv, 0.0).astype(dtype)
+    # padding log-probs may be -inf; they are replaced before any arithmetic
+    logp_in = ad.where(mask, logp, 0.0)
+    log_ratio = logp_in - np.where(mask, old, 0.0).astype(dtype)
+    ratio = ad.exp(log_ratio)
+    surrogate = -ppo_clip_objective(ratio, adv, clip)
+    k3 = kl_estimate(logp_in, np.where(mask, ref, 0.0).astype(dtype), kind="k3")
+    if kl_correction:
+        k3 = ratio * k3
+    policy = aggregate_token_loss(surrogate, mask, aggregate, max_completion_length)
+    kl = aggregate_token_loss(k3, mask, aggregate, max_completion_length)
+    loss = policy + kl_coef * kl
+    log_r = np.asarray(ad.stop_gradient(log_ratio))[mask]
+    clip_fraction = float(np.mean(np.abs(np.exp(log_r) - 1.0) > clip))
+    # k3 from the log-ratio itself: finite even where the ratio underflows to 0
+    approx_kl = float(np.mean(kl_estimate(np.zeros_like(log_r), log_r, "k3")))
+    return GRPOLoss(loss, float(ad.stop_gradient(policy)), float(ad.stop_gradient(kl)),
+                    clip_fraction, approx_kl)

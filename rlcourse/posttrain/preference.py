@@ -9,12 +9,14 @@ import numpy as np
 from ..core import autodiff as ad
 from ..core._checks import as_bool_array, as_int_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
-from ..core.lm import completion_log_prob
+from ..core.heap import keep_freed_memory
+from ..core.kl import exact_kl
+from ..core.lm import completion_log_prob, generate, lm_logits
 from ..core.losses import PreferenceResult, _values, dpo_loss, ipo_loss
 from ..core.optim import Adam
 
 __all__ = ["PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
-           "PreferenceTraining", "train_on_preferences"]
+           "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples"]
 
 
 class PreferencePairs(NamedTuple):
@@ -107,7 +109,8 @@ def _check_kind(loss: str) -> None:
 class PreferenceTraining(NamedTuple):
     """What ``train_on_preferences`` returns: the trained ``params`` and, per step [steps],
     the minibatch ``losses``, ``accuracies`` (implicit-reward accuracy) and ``margins`` (mean
-    log-ratio margin z of DPO, or z' of IPO, before the step's update)."""
+    log-ratio margin z of DPO, or z' of IPO), all measured before the step's update. At step 0
+    the policy is the reference, so ``accuracies[0]`` and ``margins[0]`` are exactly 0."""
 
     params: dict
     losses: np.ndarray
@@ -118,28 +121,41 @@ class PreferenceTraining(NamedTuple):
 @single_thread_blas()
 def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta: float = 0.1,
                          tau: float = 0.1, label_smoothing: float = 0.0, steps: int = 200,
-                         lr: float = 1e-3, batch: int = 64, seed=0) -> PreferenceTraining:
+                         lr: float = 1e-3, batch: int = 64, seed=0, callback=None) -> PreferenceTraining:
     """DPO or IPO fine-tuning of a tiny LM (``rc.lm_logits`` params) on preference pairs.
 
-    The reference is ``params`` as passed in: its log-probs of every pair are computed once,
-    up front, and never change (the reference is frozen; only the policy moves). Each step draws
+    The reference is ``params`` as passed in, frozen: only the policy moves. Each step draws
     ``batch`` pairs without replacement and takes one Adam step on ``dpo_loss`` (``loss="dpo"``,
     with ``beta`` and ``label_smoothing``) or ``ipo_loss`` (``loss="ipo"``, with ``tau`` and the
     completion lengths read from the masks).
+
+    The reference's log-probs of each minibatch are computed with the minibatch, by the same
+    function as the policy's (a forward pass with no gradient; TRL's default too). Computing
+    them once for all pairs would be cheaper but not the same numbers: in float32 a row's
+    log-prob depends in its last bits on the batch it was computed in, and at step 0 that noise
+    alone can rank a sizable fraction of the pairs "right" (lesson 13 measures it). This way the
+    first step sees ``z = 0`` exactly.
+
+    ``callback(info)`` runs after every update with a dict: ``update`` (0-based), ``steps``
+    (updates so far), ``params`` (the policy after it; never modified later), ``loss``,
+    ``accuracy``, ``margin`` (the update's minibatch figures, measured before it) and ``last``.
+    Returning ``False`` stops the run; the history then holds the steps taken.
     """
     _check_kind(loss)
     check_count("steps", steps)
     if len(pairs) == 0:
         raise ValueError("pairs: expected at least one preference pair, got none")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback: expected a function info -> bool | None, got {type(callback).__name__}")
     rng = as_rng(seed)
-    ref_c, ref_r = pair_log_probs(params, pairs)
+    keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
+    ref_params = params
     lengths = _completion_lengths(pairs)
     scale = beta if loss == "dpo" else tau
 
-    def objective(p, rows):
-        pol_c, pol_r = pair_log_probs(p, pairs.take(rows))
-        return _pair_loss(loss, pol_c, pol_r, ref_c[rows], ref_r[rows],
-                          (lengths[0][rows], lengths[1][rows]), beta, tau, label_smoothing)
+    def objective(p, batch_pairs, ref_c, ref_r, batch_lengths):
+        pol_c, pol_r = pair_log_probs(p, batch_pairs)
+        return _pair_loss(loss, pol_c, pol_r, ref_c, ref_r, batch_lengths, beta, tau, label_smoothing)
 
     step = ad.value_and_grad(objective)
     opt = Adam(lr=lr)
@@ -148,7 +164,53 @@ def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta
     size = min(batch, len(pairs))
     for i in range(steps):
         rows = rng.choice(len(pairs), size=size, replace=False)
-        (value, chosen, rejected, accuracy), grads = step(params, rows)
+        batch_pairs = pairs.take(rows)
+        ref_c, ref_r = pair_log_probs(ref_params, batch_pairs)
+        (value, chosen, rejected, accuracy), grads = step(
+            params, batch_pairs, ref_c, ref_r, (lengths[0][rows], lengths[1][rows]))
         history[:, i] = value, accuracy, np.mean(chosen - rejected) / scale
         params, state = opt.step(params, grads, state)
+        if callback is not None:
+            info = {"update": i, "steps": i + 1, "params": params, "loss": float(value),
+                    "accuracy": float(accuracy), "margin": float(history[2, i]),
+                    "last": i == steps - 1}
+            if callback(info) is False:
+                history = history[:, :i + 1]
+                break
     return PreferenceTraining(params, *history)
+
+
+class SampleReport(NamedTuple):
+    """What ``rate_samples`` returns, one entry per sampled answer: ``tokens`` and ``mask``
+    ``[B, L]`` as ``rc.generate`` returns them, the task's ``scores`` [B] and ``well_formed``
+    [B], and ``kl`` [B], the exact ``KL(pi || ref)`` of the policy's next-token distribution
+    summed over the answer's positions (see ``rate_samples``). Their means are the figures."""
+
+    tokens: np.ndarray
+    mask: np.ndarray
+    scores: np.ndarray
+    well_formed: np.ndarray
+    kl: np.ndarray
+
+
+@single_thread_blas()
+def rate_samples(params, ref_params, prompts, rate, rng: np.random.Generator,
+                 max_new: int = 4) -> SampleReport:
+    """Judge a policy by what it generates: sample one answer per row of ``prompts`` ``[B, P]``
+    (left-padded, ``Tokenizer.encode_prompts``), rate it with the task's hidden scorer
+    ``rate(tokens, P) -> (scores [B], well_formed [B])``, and measure how far the policy is
+    from the reference on it.
+
+    ``kl[b]`` sums, over the positions where the policy chose a token of answer b, the exact
+    KL between the policy's and the reference's next-token distributions (``rc.exact_kl``).
+    Its mean over answers sampled from the policy is an unbiased estimate of the sequence-level
+    ``KL(pi || ref)`` per answer, with far less variance than the mean of
+    ``log pi(y) - log ref(y)`` over the same answers, because every position sums over the
+    whole vocabulary instead of one sampled token.
+    """
+    prompts = np.asarray(prompts)
+    tokens, mask = generate(params, prompts, max_new, rng)
+    scores, well_formed = rate(tokens, prompts.shape[1])
+    kl = exact_kl(lm_logits(params, tokens)[:, :-1], lm_logits(ref_params, tokens)[:, :-1], mask)
+    return SampleReport(tokens, mask, np.asarray(scores, dtype=np.float64),
+                        np.asarray(well_formed, dtype=bool), np.asarray(kl, dtype=np.float64))

@@ -9,14 +9,42 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_count
+from ..core._checks import as_bool_array, as_float_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
+from ..core.heap import keep_freed_memory
 from ..core.kl import _check_token_mask, exact_kl, kl_penalized_rewards
 from ..core.losses import ppo_clip_loss
 from ..core.optim import Adam
+from ..core.tokenizer import EOS
 from .rollout import policy_token_log_probs, rollout_rewards, sample_rollout
 
-__all__ = ["reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step", "rlhf_train"]
+__all__ = ["penalize_missing_eos", "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step",
+           "rlhf_train"]
+
+
+def penalize_missing_eos(scores, tokens, mask, penalty: float, eos: int = EOS) -> np.ndarray:
+    """``scores`` ``[B]`` minus ``penalty`` for each completion that holds no ``eos``: ``[B]``.
+
+    ``tokens``, ``mask`` ``[B, L]`` as ``generate`` returns them (``mask`` True on the sampled
+    tokens, ``eos`` included). A completion without ``eos`` among its sampled tokens was cut at
+    the length limit: it is not a finished answer, and a reward model trained on finished
+    answers should not score it as one. This is TRL's ``missing_eos_penalty`` ("penalty applied
+    to the score when the model fails to generate an EOS token", a positive number), applied
+    as ``scores[~contain_eos_token] -= missing_eos_penalty``. An ``eos`` outside the mask (in a
+    prompt holding an earlier turn) does not count.
+    """
+    scores = as_float_array("scores", scores, ndim=1)
+    tokens = np.asarray(tokens)
+    mask = as_bool_array("mask", mask)
+    check_shape("mask", mask, tokens.shape, "tokens")
+    if mask.ndim != 2 or len(mask) != len(scores):
+        raise ValueError(f"mask: expected shape [B, L] with B = {len(scores)} (one row per score), "
+                         f"got {mask.shape}")
+    penalty = float(penalty)
+    if not (np.isfinite(penalty) and penalty > 0):
+        raise ValueError(f"penalty: expected a finite number > 0, got {penalty}")
+    finished = ((tokens == eos) & mask).any(axis=1)
+    return np.where(finished, scores, scores - penalty)
 
 
 def reward_to_go(rewards, mask) -> np.ndarray:
@@ -50,37 +78,50 @@ def rlhf_advantages(rewards, mask) -> np.ndarray:
 
 class RLHFHistory(NamedTuple):
     """What ``rlhf_train`` returns: the final ``params`` and one entry per iteration of
-    ``score`` (mean reward-model score of the sampled completions), ``kl`` (mean exact
-    ``KL(pi || ref)`` per completion, in nats, from ``exact_kl``), ``metric`` (mean of the
-    caller's ``metric(tokens, mask)``, NaN if none was given), ``length`` (mean completion
-    length in tokens), ``clip_fraction`` and ``approx_kl`` (of the last epoch)."""
+    ``score`` (mean reward-model score of the sampled completions, before any missing-EOS
+    penalty), ``kl`` (mean exact ``KL(pi || ref)`` per completion, in nats, from ``exact_kl``),
+    ``metric`` (mean of the caller's ``metric(tokens, mask)``, NaN if none was given),
+    ``length`` (mean completion length in tokens, EOS included), ``truncated`` (fraction of
+    completions cut at ``max_new`` tokens without EOS), ``clip_fraction`` and ``approx_kl`` (of
+    the last epoch)."""
 
     params: dict
     score: np.ndarray
     kl: np.ndarray
     metric: np.ndarray
     length: np.ndarray
+    truncated: np.ndarray
     clip_fraction: np.ndarray
     approx_kl: np.ndarray
 
 
 def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generator, opt, opt_state,
-              beta: float = 0.05, max_new: int = 8, epochs: int = 4, clip: float = 0.2, kind: str = "k1"):
+              beta: float = 0.05, max_new: int = 8, epochs: int = 4, clip: float = 0.2, kind: str = "k1",
+              missing_eos_penalty: float | None = None, eos: int = EOS):
     """One RLHF-PPO iteration on the tiny LM: sample, score, penalise, advantage, clipped updates.
 
     1. ``generate`` one completion per row of ``prompts`` ``[B, P]`` from ``policy``;
-    2. ``scores = reward_fn(tokens, mask)`` ``[B]`` (the reward model);
+    2. ``scores = reward_fn(tokens, mask)`` ``[B]`` (the reward model), minus
+       ``missing_eos_penalty`` for each completion cut at ``max_new`` tokens without ``eos``
+       (TRL's ``missing_eos_penalty``; ``None``, the default as in TRL, scores a cut completion
+       as if it were finished, which treats the length limit as an episode end);
     3. per-token rewards ``kl_penalized_rewards(scores, logp, ref_logp, mask[:, 1:], beta, kind)``
        with ``logp`` of the sampling policy and ``ref_logp`` of the frozen ``ref``;
     4. ``rlhf_advantages`` of those rewards;
     5. ``epochs`` full-batch Adam steps on ``ppo_clip_loss`` (token aggregation).
-    Only completion tokens enter steps 3-5. Returns ``(policy, opt_state, stats)``, ``stats`` a
-    dict with the rollout (``tokens``, ``mask``, ``scores``) and the figures ``RLHFHistory`` records.
+    Only completion tokens enter steps 3-5. The KL sits in the reward (``kind="k1"``, the log-ratio
+    of the sampled token): the policy gradient of that reward is exactly the gradient of
+    ``-beta KL(pi || ref)`` of the whole completion. Returns ``(policy, opt_state, stats)``,
+    ``stats`` a dict with the rollout (``tokens``, ``mask``, ``scores``, the reward model's scores
+    before any penalty) and the figures ``RLHFHistory`` records.
     """
     epochs = check_count("epochs", epochs)
     data = sample_rollout(policy, ref, prompts, max_new, rng)
     scores = rollout_rewards(reward_fn, data)
-    rewards = kl_penalized_rewards(scores, data.old_logp, data.ref_logp, data.action, beta, kind)
+    finished = ((data.tokens == eos) & data.mask).any(axis=1)
+    penalized = scores if missing_eos_penalty is None else \
+        penalize_missing_eos(scores, data.tokens, data.mask, missing_eos_penalty, eos)
+    rewards = kl_penalized_rewards(penalized, data.old_logp, data.ref_logp, data.action, beta, kind)
     advantages = rlhf_advantages(rewards, data.action)
 
     def loss_fn(params):
@@ -96,6 +137,7 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
         "score": float(scores.mean()),
         "kl": float(exact_kl(data.old_logits, data.ref_logits, data.mask).mean()),
         "length": float(data.action.sum(axis=1).mean()),
+        "truncated": float(np.mean(~finished)),
         "clip_fraction": clip_fraction, "approx_kl": approx_kl,
     }
     return policy, opt_state, stats
@@ -104,24 +146,32 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
 @single_thread_blas()  # the tiny LM's matrices gain nothing from BLAS threads on a busy machine
 def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta: float = 0.05,
                lr: float = 1e-3, seed=0, batch: int = 64, max_new: int = 8, epochs: int = 4,
-               clip: float = 0.2, kind: str = "k1", metric: Callable | None = None) -> RLHFHistory:
+               clip: float = 0.2, kind: str = "k1", metric: Callable | None = None,
+               missing_eos_penalty: float | None = None) -> RLHFHistory:
     """``iterations`` of ``rlhf_step``, each on ``batch`` prompts drawn from ``prompts`` ``[N, P]``.
 
     ``ref`` stays frozen (usually the SFT model that ``policy`` starts from). ``metric(tokens,
     mask) -> [B]`` scores each rollout by something the reward model does not see (true quality,
-    fluency) to watch for reward hacking. Deterministic given ``seed``.
+    fluency) to watch for reward hacking. ``missing_eos_penalty`` (see ``penalize_missing_eos``)
+    is subtracted from the score of each completion cut at ``max_new`` tokens; ``None`` (TRL's
+    default) scores it as if it were finished. Deterministic given ``seed``.
     """
     prompts = np.asarray(prompts)
     check_count("iterations", iterations)
+    if missing_eos_penalty is not None:
+        penalty = float(missing_eos_penalty)
+        if not (np.isfinite(penalty) and penalty > 0):
+            raise ValueError(f"missing_eos_penalty: expected None or a finite number > 0, got {penalty}")
     rng = as_rng(seed)
+    keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)
     state = opt.init(policy)
-    keys = ("score", "kl", "metric", "length", "clip_fraction", "approx_kl")
+    keys = ("score", "kl", "metric", "length", "truncated", "clip_fraction", "approx_kl")
     history = {k: np.empty(iterations) for k in keys}
     for i in range(iterations):
         rows = rng.choice(len(prompts), size=min(batch, len(prompts)), replace=False)
         policy, state, stats = rlhf_step(policy, ref, reward_fn, prompts[rows], rng, opt, state,
-                                         beta, max_new, epochs, clip, kind)
+                                         beta, max_new, epochs, clip, kind, missing_eos_penalty)
         stats["metric"] = float(np.mean(metric(stats["tokens"], stats["mask"]))) if metric else np.nan
         for k in keys:
             history[k][i] = stats[k]

@@ -1,4 +1,4 @@
-"""Supervised fine-tuning of the tiny language model on the completion tokens of examples."""
+"""Supervised fine-tuning of the course's language model on the completion tokens of examples."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import numpy as np
 from ..core import autodiff as ad
 from ..core._checks import as_bool_array, as_rng, check_shape
 from ..core.blas import single_thread_blas
-from ..core.lm import _check_tokens, _shape_of, lm_nll
+from ..core.heap import keep_freed_memory
+from ..core.lm import lm_nll
 from ..core.optim import Adam
+from ..core.transformer import _check_tokens, transformer_config
 
 __all__ = ["sft"]
 
 
-@single_thread_blas()  # the model's matrices are tiny: BLAS threads only wait for busy cores
+@single_thread_blas()  # the model's matrices are small: BLAS threads mostly wait for busy cores
 def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch: int = 64):
     """Supervised fine-tuning: Adam on ``lm_nll`` over random minibatches of rows.
 
@@ -21,8 +23,7 @@ def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch:
     (the completions) are fitted. Returns ``(params, losses)``, ``losses`` ``[steps]`` being each
     minibatch's loss before its update. Every row must have a counted token.
     """
-    vocab, _, _ = _shape_of(params)
-    tokens = _check_tokens(tokens, vocab)
+    tokens = _check_tokens(tokens, transformer_config(params).vocab)
     mask = as_bool_array("mask", mask)
     check_shape("mask", mask, tokens.shape, "tokens")
     empty = np.flatnonzero(~mask[:, 1:].any(axis=1))
@@ -31,6 +32,7 @@ def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps: expected a positive integer, got {steps!r}")
     rng = as_rng(seed)
+    keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)
     state = opt.init(params)
     step = ad.value_and_grad(lm_nll)

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     deep,
     deep_value,
     foundations,
+    grpo,
     importance,
     llm,
     preference,
