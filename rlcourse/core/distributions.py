@@ -111,6 +111,9 @@ def gaussian_log_prob(mean, log_std, actions):
     ``mean`` and ``log_std``.
     """
     actions = _check_gaussian(mean, log_std, actions)
+    # lists become arrays; arrays and traced values stay as they are
+    mean, log_std = (x if isinstance(x, (ad.Tensor, np.ndarray)) else np.asarray(x, dtype=float)
+                     for x in (mean, log_std))
     z = (actions - mean) * ad.exp(-1.0 * log_std)
     per_dim = -0.5 * ad.square(z) - log_std - _HALF_LOG_2PI
     return ad.sum(per_dim, axis=-1)

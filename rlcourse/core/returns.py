@@ -68,6 +68,8 @@ def discounted_returns(rewards, terminated, truncated, gamma: float, next_values
         tail = np.where(terminated, 0.0, tail).astype(dtype)
     done = terminated | truncated
     out = np.empty(shape, dtype=dtype)
+    if shape[0] == 0:
+        return out  # no steps, no returns
     following = tail[-1]
     for t in range(shape[0] - 1, -1, -1):
         following = np.where(done[t], tail[t], following)

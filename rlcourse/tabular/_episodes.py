@@ -18,6 +18,8 @@ exploration, ties) come from a generator seeded with a child of ``SeedSequence(s
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..core._checks import agent_rng, as_float_array, check_distribution, check_shape
@@ -71,6 +73,20 @@ def _initial_table(init, entry_shape, copies=None):
     return np.broadcast_to(arr, (*lead, *entry_shape)).copy()
 
 
+# An episode longer than this never ends (no terminal state reachable, no time limit): the
+# learner stops with an error instead of looping (and, for Monte Carlo, growing) forever.
+MAX_EPISODE_STEPS = 100_000
+_episode_steps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _endless(steps: int) -> RuntimeError:
+    return RuntimeError(
+        f"env: an episode has run {steps:,} steps without ending (no terminal state reached and no "
+        "time limit); give the environment a time limit (max_steps=...) or a policy that reaches "
+        "a terminal state"
+    )
+
+
 def _start_copies(env, seed, rng=None):
     """Reset ``env`` with ``seed``; the agent's generator (an independent stream, unless ``rng``
     is given); the first states ``[n]``."""
@@ -78,6 +94,7 @@ def _start_copies(env, seed, rng=None):
         raise TypeError("seed: expected an int (it seeds the environment too), got a Generator")
     rng = agent_rng(seed) if rng is None else rng
     obs = env.reset(seed=int(seed))
+    _episode_steps[env] = 0
     return rng, np.asarray(obs, dtype=np.int64).reshape(-1)
 
 
@@ -91,6 +108,10 @@ def _step(env, action_buffer, action):
     """One env step as Python scalars: ``(obs, reward, terminated, truncated, final_obs)``."""
     action_buffer[0] = action
     st = env.step(action_buffer)
+    steps = 0 if (st.terminated[0] or st.truncated[0]) else _episode_steps.get(env, 0) + 1
+    if steps >= MAX_EPISODE_STEPS:
+        raise _endless(steps)
+    _episode_steps[env] = steps
     return (int(st.obs[0]), float(st.reward[0]), bool(st.terminated[0]), bool(st.truncated[0]),
             int(st.final_obs[0]))
 
@@ -129,6 +150,8 @@ class _Episodes:
         self._return += reward
         self._length += 1
         if not done.any():
+            if self._length.max() >= MAX_EPISODE_STEPS:
+                raise _endless(int(self._length.max()))
             return _NONE
         idx = np.flatnonzero(done & self.learning)
         k = self.count[idx]

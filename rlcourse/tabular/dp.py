@@ -21,7 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_float_array, as_int_array, check_probability, check_shape
+from ..core._checks import (
+    as_float_array,
+    as_int_array,
+    check_count,
+    check_nonnegative,
+    check_probability,
+    check_shape,
+)
 from ..envs.tabular import check_mdp
 
 __all__ = [
@@ -53,10 +60,7 @@ def _check_gamma(gamma) -> float:
 
 
 def _check_tol(tol) -> float:
-    tol = float(tol)
-    if not tol > 0:
-        raise ValueError(f"tol: expected a positive number, got {tol}")
-    return tol
+    return check_nonnegative("tol", tol, positive=True)
 
 
 def _check_values(V, S: int) -> np.ndarray:
@@ -116,6 +120,7 @@ def greedy(Q, tol: float = _TIE_TOL) -> np.ndarray:
     only by rounding noise always give the same policy.
     """
     Q = as_float_array("Q", Q, ndim=2)
+    tol = check_nonnegative("tol", tol)
     if Q.shape[1] == 0:
         raise ValueError(f"Q: expected at least one action (shape [S, A] with A >= 1), got {Q.shape}")
     return np.argmax(Q >= Q.max(axis=1, keepdims=True) - tol, axis=1).astype(np.int64)
@@ -154,6 +159,7 @@ def policy_evaluation(P, R, policy, gamma, terminal=None, tol: float = 1e-10,
         raise ValueError(f"method: expected 'iterative' or 'linear', got {method!r}")
     P, r, terminal = _check_model(P, R, terminal)
     gamma, tol = _check_gamma(gamma), _check_tol(tol)
+    max_iters = check_count("max_iters", max_iters)
     S, A, _ = P.shape
     pi = _policy_matrix(policy, S, A)
     P_pi, r_pi = _policy_dynamics(P, r, pi, terminal)
@@ -209,7 +215,9 @@ def _solve(P, r, pi, gamma, terminal) -> np.ndarray:
     """Exact ``V^pi`` of validated inputs (see :func:`policy_evaluation_exact`)."""
     P_pi, r_pi = _policy_dynamics(P, r, pi, terminal)
     system = np.eye(P.shape[0]) - gamma * P_pi
-    if np.linalg.cond(system) > 1e12:
+    # With gamma < 1 each row of gamma * P_pi sums to at most gamma, so the system is strictly
+    # diagonally dominant and never singular: the costly condition number is needed at gamma = 1.
+    if gamma == 1.0 and np.linalg.cond(system) > 1e12:
         raise np.linalg.LinAlgError(
             "policy_evaluation_exact: I - gamma * P_pi is singular: with gamma = "
             f"{gamma} the policy can stay forever among non-terminal states, so its values are "
@@ -229,6 +237,7 @@ def value_iteration(P, R, gamma=0.9, terminal=None, tol: float = 1e-10,
     """
     P, r, terminal = _check_model(P, R, terminal)
     gamma, tol = _check_gamma(gamma), _check_tol(tol)
+    max_iters = check_count("max_iters", max_iters)
     V = np.zeros(P.shape[0])
     changes = []
     for _ in range(max_iters):
@@ -252,6 +261,7 @@ def policy_iteration(P, R, gamma, terminal=None, policy=None, max_iters: int = 1
     """
     P, r, terminal = _check_model(P, R, terminal)
     gamma = _check_gamma(gamma)
+    max_iters = check_count("max_iters", max_iters)
     S, A, _ = P.shape
     policy = np.zeros(S, dtype=np.int64) if policy is None else as_int_array("policy", policy, 0, A)
     check_shape("policy", policy, (S,), against="[S] actions, S from P")

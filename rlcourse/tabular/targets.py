@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_probability
+from ..core._checks import as_float_array, check_probability, real_scalar
 
 __all__ = ["td_target", "n_step_target", "mc_returns", "lambda_returns"]
 
@@ -43,8 +43,10 @@ def td_target(reward, next_value, terminated, gamma):
     gamma = check_probability("gamma", gamma)
     if not isinstance(terminated, (bool, np.bool_)):
         raise TypeError(f"terminated: expected a bool, got {type(terminated).__name__}")
-    return _td_target(float(reward), as_float_array("next_value", next_value), bool(terminated),
-                      gamma)
+    reward = real_scalar("reward", reward)
+    if not np.isfinite(reward):
+        raise ValueError(f"reward: expected a finite number, got {reward}")
+    return _td_target(reward, as_float_array("next_value", next_value), bool(terminated), gamma)
 
 
 def n_step_target(rewards, bootstrap_value, terminated, gamma):
