@@ -75,3 +75,25 @@ def test_policy_evaluation_exact_still_refuses_a_singular_system_at_gamma_1():
     P = np.array([[[0.0, 1.0]], [[1.0, 0.0]]])  # two states that swap forever, no terminal
     with pytest.raises(np.linalg.LinAlgError, match="singular"):
         rc.policy_evaluation_exact(P, np.zeros((2, 1)), np.ones((2, 1)), 1.0)
+
+
+def _actor_critic_batch():
+    model, params = rc.make_actor_critic(4, 2, hidden=(8,), seed=0)
+    obs = np.zeros((5, 4), np.float32)
+    actions = np.array([0, 1, 0, 1, 0])
+    return model, params, obs, actions, np.full(5, -0.7), np.ones(5), np.ones(5)
+
+
+@pytest.mark.parametrize("which, value, message", [
+    ("advantages", np.array([np.nan, 1, 1, 1, 1.0]), r"^advantages: expected finite values"),
+    ("returns", np.full(5, np.inf), r"^returns: expected finite values"),
+    ("vf_coef", -1.0, r"^vf_coef: expected a finite number >= 0"),
+    ("ent_coef", math.nan, r"^ent_coef: expected a finite number >= 0"),
+])
+def test_the_deep_rl_losses_refuse_nan_batches_and_bad_coefficients(which, value, message):
+    model, params, obs, actions, old_logp, adv, ret = _actor_critic_batch()
+    ppo_args = {"advantages": adv, "returns": ret, "vf_coef": 0.5, "ent_coef": 0.0, which: value}
+    with pytest.raises(ValueError, match=message):
+        rc.ppo_loss(params, model, obs, actions, old_logp, **ppo_args)
+    with pytest.raises(ValueError, match=message):
+        rc.actor_critic_loss(params, model, obs, actions, **ppo_args)

@@ -20,7 +20,7 @@ from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
 from ..core.optim import Adam
 from ..core.returns import gae
-from .rollout import collect_rollout, explained_variance
+from .rollout import check_minibatch, collect_rollout, explained_variance
 from .trainer import Learner, TrainingLog, standardise
 
 __all__ = ["actor_critic", "actor_critic_loss", "A2C_CARTPOLE"]
@@ -42,9 +42,8 @@ def actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef:
     ``value_loss``, ``entropy`` (floats).
     """
     actions = np.asarray(actions)
-    for name, arr in (("advantages", advantages), ("returns", returns)):
-        if np.shape(arr) != actions.shape:
-            raise ValueError(f"{name}: expected shape {actions.shape} like actions, got {np.shape(arr)}")
+    check_minibatch(actions, advantages=advantages, returns=returns)
+    vf_coef, ent_coef = check_nonnegative("vf_coef", vf_coef), check_nonnegative("ent_coef", ent_coef)
     logits, values = model(params, obs)
     log_probs = categorical_log_prob(logits, actions)
     policy_loss = -ad.mean(log_probs * ad.stop_gradient(advantages))

@@ -32,7 +32,7 @@ from ..core.kl import kl_estimate
 from ..core.losses import ppo_clip_objective
 from ..core.optim import Adam
 from ..core.returns import gae
-from .rollout import collect_rollout, explained_variance
+from .rollout import check_minibatch, collect_rollout, explained_variance
 from .trainer import Learner, TrainingLog, average, standardise
 
 __all__ = ["ppo", "ppo_loss", "PPO_CARTPOLE"]
@@ -64,11 +64,9 @@ def ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, cl
     samples with ``|ratio - 1| > clip``).
     """
     actions = np.asarray(actions)
-    for name, arr in (("old_log_probs", old_log_probs), ("advantages", advantages),
-                      ("returns", returns)):
-        if np.shape(arr) != actions.shape:
-            raise ValueError(f"{name}: expected shape {actions.shape} like actions, got {np.shape(arr)}")
+    check_minibatch(actions, old_log_probs=old_log_probs, advantages=advantages, returns=returns)
     clip = check_probability("clip", clip)
+    vf_coef, ent_coef = check_nonnegative("vf_coef", vf_coef), check_nonnegative("ent_coef", ent_coef)
     if vf_clip is not None:
         vf_clip = check_nonnegative("vf_clip", vf_clip, positive=True)
         if np.shape(old_values) != actions.shape:

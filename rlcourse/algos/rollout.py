@@ -92,6 +92,15 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
                    next_values, obs)
 
 
+def check_minibatch(actions, **arrays) -> None:
+    """One check of a loss's per-sample inputs: every array of ``arrays`` holds finite real
+    numbers in the shape of ``actions [B]`` (a NaN advantage or return would make every
+    gradient NaN without a word)."""
+    shape = np.shape(actions)
+    for name, arr in arrays.items():
+        check_shape(name, as_float_array(name, arr), shape, against="actions")
+
+
 def explained_variance(values: np.ndarray, returns: np.ndarray) -> float:
     """``1 - Var(returns - values) / Var(returns)``: 1 perfect, 0 no better than a constant,
     negative worse; NaN-free (0.0 when the returns do not vary). Both arrays have one shape."""
