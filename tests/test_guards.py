@@ -97,3 +97,13 @@ def test_the_deep_rl_losses_refuse_nan_batches_and_bad_coefficients(which, value
         rc.ppo_loss(params, model, obs, actions, old_logp, **ppo_args)
     with pytest.raises(ValueError, match=message):
         rc.actor_critic_loss(params, model, obs, actions, **ppo_args)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: rc.GradientBandit(3, alpha=math.inf), r"^alpha: expected a finite number > 0"),
+    (lambda: rc.UCB(3, c=math.inf), r"^c: expected a finite number >= 0"),
+    (lambda: rc.UCB(3, c="2"), r"^c: expected a number"),
+])
+def test_bandit_agents_refuse_infinite_settings(make, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        make()

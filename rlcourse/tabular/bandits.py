@@ -145,9 +145,7 @@ class UCB(_Agent):
     """
 
     def __init__(self, arms: int, n: int = 1, c: float = 2.0):
-        self.c = float(c)
-        if not self.c >= 0:
-            raise ValueError(f"c: expected an exploration weight >= 0, got {c!r}")
+        self.c = check_nonnegative("c", c)
         super().__init__(arms, n)
 
     def reset(self) -> None:
@@ -180,9 +178,7 @@ class GradientBandit(_Agent):
     """
 
     def __init__(self, arms: int, n: int = 1, alpha: float = 0.1, baseline: bool = True):
-        self.alpha = float(alpha)
-        if not self.alpha > 0:
-            raise ValueError(f"alpha: expected a step size > 0, got {alpha!r}")
+        self.alpha = check_nonnegative("alpha", alpha, positive=True)
         self.use_baseline = bool(baseline)
         super().__init__(arms, n)
 
