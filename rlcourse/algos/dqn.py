@@ -199,8 +199,11 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
         opt, dtype, seed, callback, progress: as in the trainer contract (default ``opt``:
             ``Adam(lr)``).
 
-    The history holds, per ``train_freq`` steps, ``loss`` and ``q_mean`` (means over the
-    gradient steps since the last entry; NaN before learning starts), ``epsilon`` and ``lr``;
+    The history holds, per ``train_freq`` steps and once more at ``total_steps`` if
+    ``train_freq`` does not divide it (the update with ``last=True``; the steps after the last
+    training phase are stored but not trained on), ``loss`` and ``q_mean`` (means over the
+    gradient steps since the last entry; NaN before learning starts and in a row without a
+    training phase), ``epsilon`` and ``lr``;
     ``result.extras["target_params"]`` is the target network. To score the greedy policy
     during training and keep the best parameters, pass a :class:`~rlcourse.Checkpoints` as
     the callback.
@@ -259,7 +262,10 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
                         (1 - tau) * target_theta + tau * learner.theta["theta"]
                 losses.append(float(loss))
                 q_means.append(float(q_mean))
-        if step >= next_update:
+        # One update of the contract per train_freq steps, and always one at the end, so the
+        # callback sees the final params with last=True even when train_freq does not divide
+        # total_steps (those last steps are stored but not trained on: no phase is due).
+        if step >= next_update or step >= total_steps:
             next_update += train_freq
             keep_going = log.end_update(
                 learner.params, last=step >= total_steps, epsilon=epsilon(step),
