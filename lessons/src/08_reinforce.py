@@ -390,7 +390,7 @@ for name in VARIANTS:
 ax.axhline(475, color="gray", ls="--", lw=1, label="475")
 ax.set(xlabel="episode", ylabel="mean return of the last 20 episodes",
        title="With a baseline every seed ends at the mark; without, the median ends lower")
-ax.legend(loc="lower right")
+ax.legend(loc="upper left")
 plt.show()
 
 # %% [markdown]
@@ -438,7 +438,7 @@ for seed, r in zip(RUN_SEEDS, runs["learned critic"]):
 # | gradient points the wrong way | minimising $+\log\pi\cdot\Psi$ instead of $-\log\pi\cdot\Psi$ | the loss is $-\sum \log\pi(a_t|s_t)\,\Psi_t$ |
 # | "unbiased" claimed for $G_t$ weights with $\gamma < 1$ | $\gamma^t$ dropped from the derivation | $\gamma^t G_t$ is the gradient of the discounted return; $G_t$ alone is a different (common) direction |
 # | gradient flows into the weights | returns or baseline computed from traced values | weights are constants (`stop_gradient`) |
-# | biased gradient | a "baseline" that depends on the action taken, or on the episode's own return | baselines may depend on the state and time, never on $a_t$; leave the episode out |
+# | biased gradient | a "baseline" that depends on the action taken, or on the episode's own return | baselines may depend on the state and time, never on $a_t$; leave the episode out (leaving it in only shrinks the step by about $1/N$; an action-dependent one can point it elsewhere) |
 # | a learned baseline that helps little | a critic of the state alone when the return depends on time | give it the time step, or use the leave-one-out mean per time step |
 # | steps of one episode leak into another | reward-to-go computed across the boundary of a vector env | one column per episode, or cut the sum at `done` |
 # | collapse after solving | one noisy step too large | smaller `lr`, more episodes per batch (or PPO, lesson 10) |
