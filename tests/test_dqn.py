@@ -308,3 +308,19 @@ def test_anneal_lr_falls_linearly_to_zero_at_total_steps(monkeypatch):
     rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 1_000, lr=1e-3, learning_starts=250,
            train_freq=250, gradient_steps=2, anneal_lr=False)
     assert used == [1e-3] * 8
+
+
+def test_callback_sees_the_final_params_when_train_freq_does_not_divide_total_steps():
+    # 1,050 steps with a phase every 100: updates at 100, ..., 1,000 and one more at 1,050 with
+    # last=True and the params the run returns (the review found `last` never fired at 50k/256).
+    seen = []
+    model = lambda p, o: rc.mlp(p, o, "relu")
+    res = rc.dqn(CartPole(), model, rc.mlp_init([4, 8, 2], seed=0), 1_050, learning_starts=500,
+                 train_freq=100, gradient_steps=5, target_update=5, seed=0,
+                 callback=lambda info: seen.append((info["steps"], info["last"], info["params"])))
+    assert [s for s, _, _ in seen] == list(range(100, 1_001, 100)) + [1_050]
+    assert [last for _, last, _ in seen] == [False] * 10 + [True]
+    for x, y in zip(ad.tree_leaves(seen[-1][2]), ad.tree_leaves(res.params)):
+        np.testing.assert_array_equal(x, y)
+    assert res.steps == 1_050 and res.history["steps"][-1] == 1_050
+    assert np.isnan(res.history["loss"][-1]), "no training phase in the last 50 steps"

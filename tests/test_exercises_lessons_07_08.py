@@ -525,3 +525,48 @@ def test_corridor_learned_p_accepts_the_optimum():
     best = exercises.get("corridor_learned_p").reference()
     assert abs(best - 0.597) < 1e-9
     assert exercises.check("corridor_learned_p", best + 0.02)
+
+
+# ------------------------------------------------ review F11 / F19: answers that used to pass
+
+def test_soft_update_progress_rejects_the_limit_1_minus_1_over_e(capsys):
+    out = rejected("soft_update_progress", 1 - np.exp(-1), capsys)
+    assert "limit" in out
+
+
+def _bisect_zero(direction, gamma):
+    ref = exercises.get("corridor_exact_gradients").reference
+    lo, hi = -4.0, 4.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if direction(ref(mid, gamma)) > 0 else (lo, mid)
+    return 1 / (1 + np.exp(-lo))
+
+
+@pytest.mark.parametrize("answer,diagnosis", [
+    # biased ascent: both "zeros" taken from the G_t direction (the review's F11)
+    ((_bisect_zero(lambda g: g[1], 0.5), _bisect_zero(lambda g: g[1], 0.5)), "biased ascent leads"),
+    ((0.586, 0.697), "gamma = 1"),                          # copied from the lesson's first plot
+    ((0.59, 0.697), "gamma = 1"),                           # Sutton & Barto's number
+    ((0.597, 0.602), "gamma = 0.9"),                        # exercise 2's discount
+    ((0.697, 0.631), "swapped"),
+    ((0.5, 0.5), "never moved"),
+    ("B", "pair of two numbers"),
+])
+def test_corridor_fixed_points_rejects(answer, diagnosis, capsys):
+    out = rejected("corridor_fixed_points", answer, capsys)
+    assert diagnosis in out
+
+
+def test_corridor_fixed_points_accepts_the_bisection_and_separates_the_two(capsys):
+    right = (_bisect_zero(lambda g: g[0], 0.5), _bisect_zero(lambda g: g[1], 0.5))
+    assert abs(right[0] - 0.631) < 1e-3 and abs(right[1] - 0.697) < 1e-3
+    accepted("corridor_fixed_points", right, capsys)
+    accepted("corridor_fixed_points", [round(x, 3) for x in right], capsys)
+
+
+@pytest.mark.parametrize("answer", [0.586, 0.59, 0.602])
+def test_corridor_learned_p_cannot_tell_copied_or_biased_answers_at_gamma_09(answer):
+    # Stated limit (lesson 08, exercise 2): at gamma 0.9 the best p is 0.597 and the G_t fixed
+    # point 0.602, closer than a sampled ascent can resolve; corridor_fixed_points separates them.
+    assert exercises.check("corridor_learned_p", answer)

@@ -2,7 +2,7 @@
 # # 07 · Function approximation and DQN
 #
 # *Prerequisites:* 00, 05, 06
-# *Time:* 60 minutes
+# *Time:* 60 minutes (the four 50,000-step training runs in *Use it* take several minutes of CPU; the time is printed there)
 # *You will build:* DQN's targets (terminal-aware, plain and Double), the Huber loss, the replay buffer's ring index, and the two diagnostics that show how little a greedy policy rests on (the action gap and the change per training phase); then you train DQN on CartPole and read them.
 
 # %% [markdown]
@@ -13,6 +13,7 @@
 
 # %%
 import inspect
+import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -64,12 +65,18 @@ for name, state in (("the state updated", here), ("a state nearby", near), ("a s
     before, after = rc.mlp(probe_net, state, "relu")[0], rc.mlp(stepped, state, "relu")[0]
     moved[name] = after - before
     print(f"{name:18s}: Q(s, 1) moved by {moved[name][1]:+.4f}, Q(s, 0) by {moved[name][0]:+.4f}")
-assert abs(moved["a state nearby"][1] - moved["the state updated"][1]) < 0.1 * moved["the state updated"][1]
+near_share = moved["a state nearby"][1] / moved["the state updated"][1]
+far_share = moved["a state far away"][1] / moved["the state updated"][1]
+print(f"Q(s, 1) moved, as a share of the updated state's move: nearby {near_share:.2f}, far away {far_share:.2f}")
+assert abs(near_share - 1) < 0.1 and far_share > 0.5
 
 # %% [markdown]
-# The nearby state moved almost exactly as much as the updated one: the network *generalises*.
-# The far state moved too, by a different amount, and so did $Q(s, 0)$, which the update did not
-# aim at. That is the other face of generalisation, and it is where the trouble below starts.
+# The nearby state moved almost exactly as much as the updated one, but the far state moved by
+# most of that too (the shares are printed), and so did $Q(s, 0)$, which the update did not aim
+# at. One step from a random start moves every state's value almost alike: much of the change
+# comes through the weights every input shares. So this shows that an update moves the values
+# of states it never saw, not yet that it moves near states more than far ones. A table could
+# not do either; a network does both, wanted or not, and that is where the trouble below starts.
 
 # %% [markdown]
 # ## The idea
@@ -301,7 +308,8 @@ print("invariants hold")
 # then a training phase of 128 gradient steps on minibatches of 64, the target network frozen
 # for each phase, epsilon from 1 to 0.04 over the first 16% of the steps, and one change: the
 # learning rate falls linearly from 2.3e-3 to 0 over the run (`anneal_lr=True`). Train for
-# 50,000 steps on seeds 0, 1 and 2. While each run trains, a callback measures, on the last
+# 50,000 steps on seeds 0, 1 and 2, the seeds the preset was *chosen* on (see below), and on
+# seed 3, which played no part in choosing it. While each run trains, a callback measures, on the last
 # 1,000 states the run visited (`rc.RecentStates` keeps them): after every phase the median
 # action gap and the median change of that phase; every 5,120 steps the greedy policy's score
 # on 10 episodes, and $\max_a Q$ against the discounted return the greedy policy really
@@ -309,7 +317,7 @@ print("invariants hold")
 
 # %%
 print(rc.DQN_CARTPOLE)
-SEEDS, STEPS, EVAL_EVERY = (0, 1, 2), 50_000, 5_120
+SEEDS, HELD_OUT, STEPS, EVAL_EVERY = (0, 1, 2), 3, 50_000, 5_120
 CEILING = rc.value_ceiling(rc.DQN_CARTPOLE["gamma"])
 
 
@@ -345,7 +353,8 @@ class Watch:
 
 
 runs = {}
-for seed in SEEDS:
+started = time.perf_counter()
+for seed in SEEDS + (HELD_OUT,):
     env = rc.RecentStates(rc.CartPole(), keep=1_000)
     watch = Watch(env)
     result = rc.dqn(env, q_net, rc.mlp_init([4, 64, 64, 2], seed=seed), STEPS, **rc.DQN_CARTPOLE,
@@ -355,48 +364,60 @@ for seed in SEEDS:
                       phases=np.array(watch.phases), evals=np.array(watch.evals),
                       values=np.array(watch.values))
 
+training_seconds = time.perf_counter() - started
+
 # %% tags=["nbval-ignore-output"]
+print(f"four runs of {STEPS:,d} steps with the callback: {training_seconds:.0f} s of wall time")
 for seed, run in runs.items():
-    print(f"seed {seed}: greedy score every {EVAL_EVERY:,d} steps {[int(s) for _, s in run['evals']]}; "
-          f"final params on 20 fresh episodes {run['final']:.1f}")
+    print(f"seed {seed}{' (held out)' if seed == HELD_OUT else ''}: greedy score every {EVAL_EVERY:,d} "
+          f"steps and at the end {[int(s) for _, s in run['evals']]}; final params on 20 fresh "
+          f"episodes {run['final']:.1f}")
 
 # %%
-ended_well = sum(run["final"] >= 475 for run in runs.values())
-print(f"final params scoring >= 475 on 20 fresh episodes: at least 2 of 3 seeds: {ended_well >= 2}")
-assert ended_well >= 2
+ended_well = sum(runs[seed]["final"] >= 475 for seed in SEEDS)
+print(f"final params scoring >= 475 on 20 fresh episodes: at least 2 of seeds 0-2: {ended_well >= 2}; "
+      f"held-out seed {HELD_OUT}: {runs[HELD_OUT]['final'] >= 475}")
+assert ended_well >= 2 and all(run["evals"][-1, 0] == STEPS for run in runs.values())
 
 # %% [markdown]
 # The score that matters is the last one: the parameters the run *returns*, scored on 20
-# episodes no evaluation during training used (printed per seed above). Over ten seeds this
-# preset ends at 475 or more on 7 of 10; with the zoo's constant learning rate, on 2 of 10
-# (`python benchmarks/dqn_cartpole.py`, and `python benchmarks/dqn_sweep.py --set
-# anneal_lr=False --seeds 0 1 2 3 4 5 6 7 8 9` for the constant rate; the comment above
-# `DQN_CARTPOLE` in `rlcourse/algos/dqn.py` has the figures). Why the learning rate? Look at
-# the diagnostics.
+# episodes no evaluation during training used (printed per seed above; the last evaluation
+# during training is at step 50,000, the params the run returns).
+#
+# Know what seeds 0-2 are worth: **the preset was chosen on them**. Three learning-rate
+# settings did about equally well on ten seeds, and annealing became the preset because it is
+# the one that ends well on seeds 0-2, which the course's learning test checks (the comment
+# above `DQN_CARTPOLE` in `rlcourse/algos/dqn.py` says so). So a 3 of 3 here overstates it:
+# over ten seeds this preset ends at 475 or more on **7 of 10**, and with the zoo's constant
+# learning rate on 2 of 10 (`python benchmarks/dqn_cartpole.py`; `python benchmarks/dqn_sweep.py
+# --set anneal_lr=False --seeds 0 1 2 3 4 5 6 7 8 9` for the constant rate). Seed 3 is one of the
+# three that end badly, and you see it above. Can the diagnostics tell why a run ends well or
+# badly? Look at them with seed 3 beside the others.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
-colours = {0: "C0", 1: "C1", 2: "C2"}
+colours = {0: "C0", 1: "C1", 2: "C2", 3: "C3"}
 for seed, run in runs.items():
     ph = run["phases"]
-    axes[0].plot(*run["evals"].T, "o-", ms=3, color=colours[seed], label=f"seed {seed}")
-    axes[1].plot(ph[:, 0], ph[:, 1], color=colours[seed], lw=1.2)
-    axes[1].plot(ph[:, 0], ph[:, 2], color=colours[seed], lw=0.8, ls=":")
+    tag = f"seed {seed}" + (" (held out)" if seed == HELD_OUT else "")
+    axes[0].plot(*run["evals"].T, "o-", ms=3, color=colours[seed], label=tag)
+    share = ph[:, 2] / ph[:, 1]
+    smooth = np.array([np.median(share[max(0, i - 10):i + 11]) for i in range(len(share))])
+    axes[1].plot(ph[:, 0], smooth, color=colours[seed], lw=1.2, label=tag)
 axes[0].axhline(475, color="gray", ls="--", lw=1, label="475")
 axes[0].set(xlabel="environment steps", ylabel="greedy score (10 episodes)",
-            title="Greedy score during training, seeds 0-2")
-axes[0].legend(loc="upper left")
+            title="Greedy score during training")
+axes[0].legend(loc="center left", fontsize=9)
 axes[1].set_yscale("log")
-axes[1].plot([], [], "k-", lw=1.2, label="median action gap")
-axes[1].plot([], [], "k:", lw=0.8, label="median change of one phase")
-axes[1].set(xlabel="environment steps", ylabel="Q difference (log scale)",
-            title="Both the gap and the change per phase shrink")
-axes[1].legend(loc="lower left")
+axes[1].axhline(1.0, color="k", ls="--", lw=1, label="change = gap")
+axes[1].set(xlabel="environment steps", ylabel="median change / median gap (log)",
+            title="Change of a phase relative to the gap\n(running median of 21 phases)")
+axes[1].legend(loc="lower left", fontsize=9, ncol=2)
 plt.show()
 
 # %%
 late = {}
-for seed, run in runs.items():
+for seed, run in runs.items():  # seeds 0-2 and the held-out seed
     ph = run["phases"]
     mid = ph[(ph[:, 0] >= 25_000) & (ph[:, 0] < 35_000)]
     end = ph[ph[:, 0] >= 45_000]
@@ -406,42 +427,53 @@ for seed, run in runs.items():
 
 # %% tags=["nbval-ignore-output"]
 print("median over phases of (the median over 1,000 visited states):")
-print(f"{'seed':>4} {'gap 25-35k':>11} {'change 25-35k':>14} {'gap 45-50k':>11} {'change 45-50k':>14} {'max Q 45-50k':>13}")
+print(f"{'seed':>4} {'gap 25-35k':>11} {'change 25-35k':>14} {'gap 45-50k':>11} {'change 45-50k':>14} "
+      f"{'max Q 45-50k':>13} {'final score':>12}")
 for seed, m in late.items():
     print(f"{seed:>4} {m['gap_mid']:>11.3f} {m['change_mid']:>14.3f} {m['gap_end']:>11.3f} "
-          f"{m['change_end']:>14.3f} {m['q_end']:>13.1f}")
+          f"{m['change_end']:>14.3f} {m['q_end']:>13.1f} {runs[seed]['final']:>12.1f}")
 
 # %% tags=["nbval-ignore-output"]
-ratio = [m["gap_end"] / m["q_end"] for m in late.values()]
-mid_share = [m["change_mid"] / m["gap_mid"] for m in late.values()]
-end_share = [m["change_end"] / m["gap_end"] for m in late.values()]
-shrink = [m["change_end"] / m["change_mid"] for m in late.values()]
-print(f"late gap / late max Q, largest over seeds: {max(ratio):.2%}")
-print(f"change of a phase / gap at 25-35k, per seed: {[round(float(x), 1) for x in mid_share]}")
-print(f"change of a phase / gap at 45-50k, per seed: {[round(float(x), 1) for x in end_share]}")
-print(f"change of a phase at 45-50k / at 25-35k, per seed: {[round(float(x), 1) for x in shrink]}")
+ratio = {seed: m["gap_end"] / m["q_end"] for seed, m in late.items()}
+mid_share = {seed: m["change_mid"] / m["gap_mid"] for seed, m in late.items()}
+end_share = {seed: m["change_end"] / m["gap_end"] for seed, m in late.items()}
+shrink = {seed: m["change_end"] / m["change_mid"] for seed, m in late.items()}
+for name, values in (("late gap / late max Q", ratio), ("change / gap at 25-35k", mid_share),
+                     ("change / gap at 45-50k", end_share), ("change at 45-50k / at 25-35k", shrink)):
+    print(f"{name:29s} " + "  ".join(f"seed {seed}: {v:.3f}" for seed, v in values.items()))
 
 # %%
-print(f"late gap below 1% of late max Q on every seed: {max(ratio) < 0.01}; mid-run change above "
-      f"0.3 x the gap on every seed: {min(mid_share) > 0.3}; change at the end below half the "
-      f"mid-run change on every seed: {max(shrink) < 0.5}")
-assert max(ratio) < 0.01
-assert min(mid_share) > 0.3 and max(shrink) < 0.5
+good = [seed for seed in runs if runs[seed]["final"] >= 475]
+bad = [seed for seed in runs if runs[seed]["final"] < 475]
+bad_not_flagged = bool(bad) and all(end_share[b] <= max(end_share[g] for g in good) for b in bad)
+print(f"late gap below 1% of late max Q on every seed: {max(ratio.values()) < 0.01}; mid-run change "
+      f"above 0.3 x the gap on every seed: {min(mid_share.values()) > 0.3}; change at the end below "
+      f"half the mid-run change on every seed: {max(shrink.values()) < 0.5}")
+print(f"ended >= 475: seeds {good}; below: seeds {bad}; no seed that ended badly has a larger late "
+      f"change / gap than every seed that ended well: {bad_not_flagged}")
+assert max(ratio.values()) < 0.01
+assert min(mid_share.values()) > 0.3 and max(shrink.values()) < 0.5
+assert bad_not_flagged
 
 # %% [markdown]
 # Read the table and the ratios. The greedy policy rests on gaps of a few tenths or less at
 # values near the ceiling of 100: less than 1% of the value. In the middle of the run one
-# training phase moves the differences by a good fraction of the typical gap, so every phase
-# can redraw the decision at many states, good policy or not. As the learning rate anneals to
-# 0, the change per phase falls to less than half of its mid-run size. But the gap shrinks too
-# as the values approach the ceiling, so at the *median* state the last phases still move the
-# differences by about as much as the gap (the second ratio line): these medians show the
-# scale of the problem, not that the last phases hold every decision still. What shows that
-# the runs *end* well is the score of the final params above, and the ten-seed benchmark ties
-# it to the learning rate: with the zoo's constant rate 2 of 10 seeds end at 475 or more,
-# annealed 7 of 10, a constant 1e-3 (half the change per phase) 8 of 10 but not seed 0 (the
-# comment above `DQN_CARTPOLE` in `rlcourse/algos/dqn.py`). Annealing has a price: a run that
-# is in a bad spell when the rate gets small stays there (seeds 3 and 7 of the ten).
+# training phase moves the differences by a good fraction of the typical gap, so a phase can
+# redraw the decision at many states. As the learning rate anneals to 0, the change per phase
+# falls to less than half of its mid-run size; but the gap shrinks too, so at the median state
+# the last phases still move the differences by about as much as the gap.
+#
+# Now look at seed 3. Its final params score far below 475, yet every one of these numbers
+# looks like the good seeds' (the asserts above hold for it too), and its late change / gap is
+# not the largest. **These diagnostics cannot tell a run that ends well from one that ends
+# badly.** They show the scale of the problem (a policy resting on gaps this small can be
+# redrawn by any phase), not why a run ends where it does. That the learning rate is what
+# matters is a *hypothesis*: a smaller step should redraw the policy less. The ten-seed
+# benchmark supports it without proving it: with the zoo's constant rate 2 of 10 seeds end at
+# 475 or more, annealed 7 of 10, a constant 1e-3 (half the change per phase) 8 of 10 (the
+# comment above `DQN_CARTPOLE`). And annealing does not guarantee a good ending: seed 3 scored
+# 500 at one checkpoint and fell after it, late in the run when the rate was already small
+# (its scores are printed above). Is there a diagnostic that *does* follow the bad spells?
 #
 # **Q against what the policy really gets.** $\max_a Q(s, a)$ estimates the discounted return
 # from $s$. Compare it with the return the greedy policy collects from the same states, and
@@ -456,32 +488,46 @@ for seed, run in runs.items():
             label=f"seed {seed}: realised return")
 ax.axhline(CEILING, color="k", lw=1, label=f"ceiling 1/(1-gamma) = {CEILING:.0f}")
 ax.set(xlabel="environment steps", ylabel="discounted return",
-       title="Q climbs towards the ceiling; the realised return is what it should match")
+       title="Q climbs towards the ceiling; in the bad spells the realised return falls below it")
 ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 plt.show()
 
 # %% tags=["nbval-ignore-output"]
+print("per checkpoint from 10,240 steps on: greedy score / mean max Q - realised return")
 for seed, run in runs.items():
-    v = run["values"]
-    print(f"seed {seed}: mean max Q - realised return at each checkpoint "
-          f"{[round(float(q - g), 1) for _, q, g in v]}; highest mean max Q {v[:, 1].max():.1f}")
+    v, e = run["values"], run["evals"]
+    print(f"seed {seed}: " + "  ".join(f"{score:.0f}/{q - g:+.1f}" for (step, score), (_, q, g)
+                                       in zip(e, v) if step >= 10_000))
 
 # %%
-over_end = [run["values"][-1, 1] - run["values"][-1, 2] for run in runs.values()]
+pairs = np.array([(score, q - g) for run in runs.values()
+                  for (step, score), (_, q, g) in zip(run["evals"], run["values"]) if step >= 10_000])
+ranks = np.argsort(np.argsort(pairs, axis=0), axis=0).astype(float)
+spearman = np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1]
+low, high = pairs[pairs[:, 0] < 300, 1], pairs[pairs[:, 0] >= 475, 1]
 q_end_max = max(m["q_end"] for m in late.values())
+print(f"{len(pairs)} checkpoints over {len(runs)} seeds; rank correlation of greedy score with "
+      f"Q - realised: {spearman:+.2f}")
+print(f"Q - realised, median where the score is below 300 ({len(low)} checkpoints): {np.median(low):+.1f}; "
+      f"share of them positive {np.mean(low > 0):.0%}; median where it is 475 or more "
+      f"({len(high)}): {np.median(high):+.1f}")
 print(f"mean max Q over the visited states at 45-50k below the ceiling on every seed: {q_end_max < CEILING}")
-print(f"at the end, mean max Q above the realised return on at least one seed: {max(over_end) > 0}")
-assert q_end_max < CEILING and max(over_end) > 0
+assert spearman < -0.3 and np.median(low) > np.median(high) + 10 and np.mean(low > 0) > 0.5
+assert q_end_max < CEILING
 
 # %% [markdown]
 # Early on the network *under*estimates: the values start near 0 and can only climb through
-# bootstrapping. By the end the estimates are below the ceiling on every seed, yet on at least
-# one seed they are *above* the return the greedy policy really collects from those states
-# (each seed's difference at each checkpoint is printed above): there Q claims more than the
-# policy delivers from the states it visits. The ceiling only catches gross
-# overestimation (a mean max Q above it is wrong whatever the policy, since no return can
-# exceed it); the comparison with realised returns, which needs nothing but rollouts, catches
-# the rest.
+# bootstrapping. Later, this is the diagnostic that follows the bad spells: at the checkpoints
+# where the greedy score is low, the mean max Q is well above the return the greedy policy
+# really collects from the same states, and where the score is near 500 Q is at or below it
+# (the rank correlation and the medians above, over all four seeds; seed 3 ends in such a spell). Q claims more than the
+# policy delivers exactly when the policy is bad. Read it as a *symptom*, a signal that the
+# values and the policy they induce disagree, not as the cause of the bad spell; it needs
+# nothing but rollouts, so it is cheap to watch. The ceiling only catches gross overestimation
+# (a mean max Q above it is wrong whatever the policy, since no return can exceed it). Over the
+# states visited late in training (the table) every seed stays below it, but at single
+# checkpoints, over 100 states, a seed can touch or pass it (seed 0 at the end, in the figure):
+# these values sit right at the limit.
 #
 # **Ablations, three seeds each.** Change one thing at a time and train 5,000 steps on seeds
 # 0-2 (the learning rate anneals over those 5,000 steps): no target network (`target_update=1`:
@@ -489,7 +535,8 @@ assert q_end_max < CEILING and max(over_end) > 0
 # two-state example); no replay to speak of (`buffer_size=256`: each phase trains only on the
 # 256 transitions just collected, so consecutive, correlated states make up every minibatch);
 # and plain DQN (`double=False`). For each run: the highest mean Q of a phase's minibatches and
-# the final params' greedy score on 10 episodes.
+# the final params' greedy score on 10 episodes. Every variant is judged by the same standard:
+# a lower score than the preset's on every seed.
 
 # %%
 ABLATION_STEPS = 5_000
@@ -513,30 +560,35 @@ for label in ABLATIONS:
 
 # %%
 no_target_over = min(peak_q["no target network"]) > CEILING
-preset_under = max(peak_q["preset"]) < CEILING
-replay_lower = all(a < b for a, b in zip(short_score["no replay (256 rows)"], short_score["preset"]))
+lower = {label: sum(a < b for a, b in zip(short_score[label], short_score["preset"]))
+         for label in ABLATIONS if label != "preset"}
 plain_q_higher = [a > b for a, b in zip(peak_q["plain DQN"], peak_q["preset"])]
-print(f"no target network: Q passed the ceiling {CEILING:.0f} on every seed: {no_target_over}; "
-      f"preset: below it on every seed: {preset_under}")
-print(f"no replay: lower greedy score than the preset on every seed: {replay_lower}")
+print(f"no target network: Q passed the ceiling {CEILING:.0f} on every seed: {no_target_over}")
+print("greedy score lower than the preset's, seeds of 3: "
+      + ", ".join(f"{label} {count}" for label, count in lower.items()))
 print(f"plain DQN's peak Q above Double DQN's on how many seeds: {sum(plain_q_higher)} of {len(SEEDS)}")
-assert no_target_over and preset_under and replay_lower
+assert no_target_over and lower["no replay (256 rows)"] == len(SEEDS)
 
 # %% [markdown]
 # **The target network** is the ablation with the clearest effect: without the frozen copy the
 # values shoot past the ceiling within a few thousand steps, values no policy can earn, and the
-# greedy policy is useless: the deadly triad on a real task. With it they stay far below.
+# greedy policy is useless: the deadly triad on a real task. (With it, the values at 45-50k
+# stayed below the ceiling, checked above.)
 #
 # **Replay**: training each phase on only the newest 256 transitions scored lower than the
 # preset on every one of the three seeds at this budget. Three seeds and 5,000 steps are a
-# small sample: this says replay helps early in training here, not by how much at 50,000
-# steps (`python benchmarks/dqn_sweep.py --set buffer_size=256 --seeds 0 1 2 3 4` measures
-# that).
+# small sample: this is a sign that replay helps early in training here, not a measurement of
+# how much at 50,000 steps (`python benchmarks/dqn_sweep.py --set buffer_size=256 --seeds 0 1 2
+# 3 4` measures that).
 #
-# **Double DQN** is built against an *upward* bias, and at this budget the values are still
-# climbing from 0, below what the policy earns: plain DQN's peak Q was not above Double DQN's
-# (count printed). The bias Double DQN removes is the max's bias over *noisy* estimates; here
-# it is on its own, with independent noise of size 1 on each action's true value of 0:
+# **Double DQN**: judge plain DQN by the same standard, its count above. Where it too scored
+# lower on every seed, that is the same kind of sign in Double DQN's favour early in training,
+# with the same caveat: three seeds and 5,000 steps, and the ten-seed question is below. The
+# peak Q says nothing about overestimation at this
+# budget: the values are still climbing from 0, far below the ceiling, where an upward bias of
+# the max has had no time to build up. The bias Double DQN targets is the max's bias over
+# *noisy* estimates; here it is on its own, with independent noise of size 1 on each action's
+# true value of 0:
 
 # %%
 action_counts = [2, 4, 8, 16, 32]
@@ -550,6 +602,21 @@ for count in action_counts:
     print(f"{count:2d} actions: max bias {plain_bias[-1]:+.2f}, Double DQN bias {double_bias[-1]:+.2f}")
 assert min(plain_bias) > 0.5 and max(np.abs(double_bias)) < 0.05
 
+# %% [markdown]
+# That is the case where every action is worth the same. When the true values differ, give the
+# same noise to actions worth, say, 0 and 0.5, and measure each estimate against the best true
+# value:
+
+# %%
+unequal_double = []
+for true_q in ([0.0, 0.5], [0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.5, 1.0]):
+    online_q, target_q = np.array(true_q) + rng.normal(size=(2, 20_000, len(true_q)))
+    zeros, no_end = np.zeros(20_000), np.zeros(20_000, dtype=bool)
+    plain = rc.dqn_targets(zeros, no_end, online_q, target_q, 1.0, double=False).mean() - max(true_q)
+    unequal_double.append(rc.dqn_targets(zeros, no_end, online_q, target_q, 1.0).mean() - max(true_q))
+    print(f"true values {true_q}: max bias {plain:+.2f}, Double DQN bias {unequal_double[-1]:+.2f}")
+assert max(unequal_double) < -0.05
+
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
 ax.plot(action_counts, plain_bias, "o-", label="max over noisy Q (plain DQN)")
@@ -557,12 +624,15 @@ ax.plot(action_counts, double_bias, "s-", label="Double DQN")
 ax.set_xscale("log", base=2)
 ax.set_xlabel("number of actions")
 ax.set_ylabel("bias of the target (true value 0)")
-ax.set_title("With independent noise, the max is biased up; Double DQN's estimate is not")
+ax.set_title("Equal true values, independent noise: the max is biased up, Double DQN is not")
 ax.legend(loc="upper left")
 plt.show()
 
 # %% [markdown]
-# That is the fix when the two networks' errors are independent. In a real run the online and
+# So Double DQN is not biased *up*; when the actions' true values differ it is biased *down*
+# (the rows above; van Hasselt, 2010, proves the double estimator underestimates). It trades an
+# overestimate that grows with the number of actions for an underestimate, which the max then
+# does not amplify. That is the fix when the two networks' errors are independent. In a real run the online and
 # target nets share most of their errors, and CartPole has two actions, where the bias above is
 # smallest. Over the full 50,000 steps on seeds 0-4, plain DQN's final params reached 475 on 3
 # seeds against Double DQN's 4 (the comment above `DQN_CARTPOLE`; `python
@@ -576,7 +646,7 @@ plt.show()
 # | symptom | cause | fix |
 # |---|---|---|
 # | Q-values shoot past $1/(1-\gamma)$ | the target moves with every gradient step (no target network; shown above) | a target network frozen for hundreds of gradient steps, or Polyak `tau` ~ 0.005 |
-# | the greedy score reaches 500, then falls and comes back | one training phase moves the action differences by as much as the action gap | anneal the learning rate (the preset) or lower it; watch gap vs change per phase; keep the best with `rc.Checkpoints` as a safeguard |
+# | the greedy score reaches 500, then falls and comes back | not settled here: gap and change per phase look the same on runs that end badly (seed 3 above). The working hypothesis, which the ten-seed learning-rate benchmark supports: one phase moves the action differences by as much as the tiny action gap | anneal the learning rate (the preset) or lower it; watch max Q against the realised return (it rises above it in the bad spells); keep the best with `rc.Checkpoints` as a safeguard |
 # | blaming the replay buffer for a collapse | assuming old states were overwritten | check the arithmetic: `rc.dqn` keeps `min(buffer_size, total_steps)` rows, so a 50k run with a 100k buffer never overwrites one |
 # | values near the end of episodes too high | bootstrapping through `terminated` | multiply the bootstrap by `1 - terminated` |
 # | values near the time limit too low | treating `truncated` as terminal | store `terminated` only; truncation bootstraps from `final_obs` |
@@ -623,7 +693,7 @@ assert rc.exercises.check("soft_update_progress", soft_progress)
 # %% [markdown]
 # A soft update with `tau` behaves roughly like a hard copy every $1/\tau$ steps, without the
 # jump: after $1/\tau$ updates the target has come $1 - (1-\tau)^{1/\tau} \approx 1 - e^{-1}$ of
-# the way.
+# the way (the approximation is the limit as $\tau \to 0$; the checker wants the exact share).
 
 # %% tags=["solution"]
 def n_step_dqn_targets(rewards, terminated, next_q_target, gamma):
@@ -671,7 +741,7 @@ assert rc.exercises.check("triad_overshoot_why", triad_why)
 # | deadly triad | "DQN is unstable" | approximation + bootstrapping + off-policy data can diverge together |
 # | replay buffer | "experience replay" | a ring of past transitions sampled uniformly for each minibatch |
 # | target network | "the frozen copy" | $\theta^-$, used only inside $y$, copied from $\theta$ every so many gradient steps |
-# | Double DQN | "fixes overestimation" | select $a'$ with $Q_\theta$, evaluate it with $Q_{\theta^-}$; removes the max's bias when the two nets' errors are independent |
+# | Double DQN | "fixes overestimation" | select $a'$ with $Q_\theta$, evaluate it with $Q_{\theta^-}$; removes the max's *upward* bias when the two nets' errors are independent (it can underestimate instead) |
 # | Huber loss | "smooth L1" | quadratic within $\delta$, linear outside: the TD error's gradient is clipped (PyTorch's smooth L1 is Huber divided by $\delta$) |
 # | action gap | "how sure the policy is" | the best action's value minus the second best; the greedy policy depends only on such differences |
 # | change per phase | "how much an update moves Q" | how far one training phase moves the *differences* between a state's action values; a flip needs it to reach the gap |

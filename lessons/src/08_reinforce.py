@@ -254,8 +254,12 @@ assert off_by["G_t (no gamma^t)"] > 6
 
 # %% [markdown]
 # $G_0$ and $\gamma^t G_t$ estimate the gradient; $G_t$ estimates something about twice as
-# large here, many standard errors away. It still points uphill on the corridor (exercise 3
-# computes where it leads), but it is not $\nabla J$.
+# large here, many standard errors away. It is not $\nabla J$, yet it still points uphill here,
+# and on this corridor it leads almost to the same place: the $p$ at which the $G_t$ direction is
+# zero is close to the best $p$ at this discount, and moves away from it as $\gamma$ falls
+# (exercise 3 computes both directions exactly, and where each is zero at $\gamma = 0.9$ and at
+# $\gamma = 0.5$). That is why most code gets away with $G_t$; Nota
+# & Thomas (2020) build problems where its fixed point is badly wrong.
 #
 # **Less noise, same mean, on CartPole.** Collect 300 episodes of a fixed random linear policy
 # and compute each episode's estimate (the reference's `per_episode=True`) with three unbiased
@@ -295,12 +299,15 @@ for a, b in zip(names[:-1], names[1:]):
     print(f"{a} vs {b}: largest mean difference {z_max:.1f} standard errors")
     assert z_max < 4.5
 variances = [grads[name].var(axis=0).sum() for name in names]
-assert variances[0] > 2 * variances[1] and variances[1] > 1.5 * variances[2]
+print(f"variance ratios: G_0 / gamma^t G_t {variances[0] / variances[1]:.1f}; "
+      f"gamma^t G_t / with the baseline {variances[1] / variances[2]:.2f}")
+assert variances[0] > 2 * variances[1] and variances[1] > 1.2 * variances[2]
 
 # %% [markdown]
-# Same mean, several times less variance: with reward-to-go each step stops paying for the
-# noise of earlier actions, and the baseline removes the part of $G_t$ every episode shares
-# (here, mostly "how many steps are left"). A baseline that *peeks at the action* breaks this:
+# Same mean, less variance (the ratios are printed): reward-to-go cuts it several times, as
+# each step stops paying for the noise of earlier actions; the baseline cuts it by a smaller
+# further factor (an independent re-run on seeds 1-3 found 1.30 to 1.57), removing the part of
+# $G_t$ every episode shares (here, mostly "how many steps are left"). A baseline that *peeks at the action* breaks this:
 # $\Psi = \gamma^t G_t - 5 a_t$ gives a biased gradient, and the same test fires:
 
 # %%
@@ -316,10 +323,11 @@ assert z_peek > 4.5
 # `rc.reinforce` runs 16 CartPole copies for one whole episode each, weights the steps, and
 # takes one Adam step (lr 0.01) per batch, until 200,000 environment steps have been learned
 # from. The policy is a 4-32-2 tanh network with a small output layer (near-uniform start).
-# Three variants, each on seeds 0, 1 and 2 from the same initial policy, all weighting by $G_t$
+# Four variants, each on seeds 0, 1 and 2 from the same initial policy. Three weight by $G_t$
 # (what most code does): no baseline, the leave-one-out baseline (the default), and a learned
 # critic (a 4-32-1 tanh network fitted to $G_t$ by 10 Adam steps on each batch, after the
-# batch's weights were computed, so no step's baseline has seen its own return).
+# batch's weights were computed, so no step's baseline has seen its own return). The fourth
+# weights by the unbiased $\gamma^t G_t$, with the leave-one-out baseline.
 
 # %%
 def policy_net(params, obs):
@@ -327,7 +335,8 @@ def policy_net(params, obs):
 
 
 VARIANTS = {"no baseline": dict(baseline=False), "leave-one-out": dict(baseline=True),
-            "learned critic": dict(baseline="value")}
+            "learned critic": dict(baseline="value"),
+            "gamma^t G_t, leave-one-out": dict(baseline=True, discount_steps=True)}
 RUN_SEEDS = (0, 1, 2)
 runs = {name: [] for name in VARIANTS}
 for name, kind in VARIANTS.items():
@@ -363,12 +372,14 @@ for name, results in runs.items():
 last100 = {name: np.array([r.episode_returns[-100:].mean() for r in results]) for name, results in runs.items()}
 for name, values_ in last100.items():
     print(f"{name:27s} seeds with a last-100 mean >= 475: {int((values_ >= 475).sum())}/3")
-assert all((last100[name] >= 475).all() for name in ("leave-one-out", "learned critic"))
+assert all((last100[name] >= 475).all() for name in ("leave-one-out", "learned critic",
+                                                      "gamma^t G_t, leave-one-out"))
 assert np.median(last100["leave-one-out"]) > np.median(last100["no baseline"])
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
-colours = {"no baseline": "C3", "leave-one-out": "C0", "learned critic": "C2"}
+colours = {"no baseline": "C3", "leave-one-out": "C0", "learned critic": "C2",
+           "gamma^t G_t, leave-one-out": "C4"}
 for name in VARIANTS:
     curves = [running_mean(r.episode_returns) for r in runs[name]]
     length = min(len(c) for c in curves)
@@ -379,7 +390,7 @@ for name in VARIANTS:
 ax.axhline(475, color="gray", ls="--", lw=1, label="475")
 ax.set(xlabel="episode", ylabel="mean return of the last 20 episodes",
        title="With a baseline every seed ends at the mark; without, the median ends lower")
-ax.legend(loc="lower right")
+ax.legend(loc="upper left")
 plt.show()
 
 # %% [markdown]
@@ -402,17 +413,20 @@ for seed, r in zip(RUN_SEEDS, runs["learned critic"]):
           f"{np.mean(v[:10]):.0f}, last 10 updates {np.mean(v[-10:]):.0f}")
 
 # %% [markdown]
-# The error does not fall, because what the critic must predict keeps moving: the returns grow
+# The error does not fall, partly because what the critic must predict keeps moving (the returns grow
 # as the policy improves (an episode's discounted return-to-go is near 1 at its last step and,
-# for a 500-step episode, near $1/(1-\gamma) = 100$ at its first). A baseline does not need to
+# for a 500-step episode, near $1/(1-\gamma) = 100$ at its first), and partly because it
+# cannot see $t$ (above); this output does not tell the two apart. A baseline does not need to
 # be accurate to keep the mean, only independent of the action; it cuts the variance by as much
 # as it tracks $G_t$.
 
 # %% [markdown]
-# All three runs weighted by $G_t$, as most code does. Whether the unbiased $\gamma^t G_t$
-# learns faster or slower on CartPole is not measured in this lesson (it shrinks the weight of
-# late steps, so with the same learning rate its steps are smaller); `python
-# benchmarks/reinforce_cartpole.py --variants discounted loo` compares the two.
+# The fourth variant weights by the unbiased $\gamma^t G_t$ (with the leave-one-out baseline):
+# it also ends every seed at the mark (asserted above). It shrinks the weight of late steps, so
+# with the same learning rate its steps are smaller; compare its first episode at 475 with the
+# $G_t$ leave-one-out runs in the printout: three seeds cannot rank the two. On CartPole the
+# biased $G_t$ costs nothing the last-100 means can see at this budget; `python
+# benchmarks/reinforce_cartpole.py --variants discounted loo` compares them on more seeds.
 
 # %% [markdown]
 # ## Pitfalls
@@ -424,7 +438,7 @@ for seed, r in zip(RUN_SEEDS, runs["learned critic"]):
 # | gradient points the wrong way | minimising $+\log\pi\cdot\Psi$ instead of $-\log\pi\cdot\Psi$ | the loss is $-\sum \log\pi(a_t|s_t)\,\Psi_t$ |
 # | "unbiased" claimed for $G_t$ weights with $\gamma < 1$ | $\gamma^t$ dropped from the derivation | $\gamma^t G_t$ is the gradient of the discounted return; $G_t$ alone is a different (common) direction |
 # | gradient flows into the weights | returns or baseline computed from traced values | weights are constants (`stop_gradient`) |
-# | biased gradient | a "baseline" that depends on the action taken, or on the episode's own return | baselines may depend on the state and time, never on $a_t$; leave the episode out |
+# | biased gradient | a "baseline" that depends on the action taken, or on the episode's own return | baselines may depend on the state and time, never on $a_t$; leave the episode out (leaving it in only shrinks the step by about $1/N$; an action-dependent one can point it elsewhere) |
 # | a learned baseline that helps little | a critic of the state alone when the return depends on time | give it the time step, or use the leave-one-out mean per time step |
 # | steps of one episode leak into another | reward-to-go computed across the boundary of a vector env | one column per episode, or cut the sum at `done` |
 # | collapse after solving | one noisy step too large | smaller `lr`, more episodes per batch (or PPO, lesson 10) |
@@ -444,12 +458,19 @@ for seed, r in zip(RUN_SEEDS, runs["learned critic"]):
 #    gradient ascent from $\theta = 0$ with `corridor_episodes` from *Check it*, $\gamma = 0.9$,
 #    and assign the learned probability of going right to `p_learned`; it must land within 0.03
 #    of the best $p$ for that discount (doing nothing leaves $p = 0.5$, which the check rejects).
+#    This check cannot tell ascent with the biased $G_t$ from the right one: at $\gamma = 0.9$
+#    their fixed points are too close for a sampled ascent to separate (exercise 3 computes
+#    them); the check of `corridor_episode_gradient` is the one that catches a missing $\gamma^t$.
 # 3. **Hard: the two directions exactly.** Write `corridor_exact_gradients(theta, gamma)`
 #    returning the pair ($dJ/d\theta$, the mean of the $G_t$-weighted estimate), both from the
 #    corridor's model: each is $\sum_s w(s) \sum_a \pi(a)\,\partial_\theta\log\pi(a)\,Q(s, a)$
 #    with $w$ the discounted visits $\sum_t\gamma^t P(s_t = s)$ for the first and the plain
 #    expected visits for the second. One linear solve each, as for $V$. Compare with the sampled
-#    means in *Check it*.
+#    means in *Check it*. Then find where each direction leads: at $\gamma = 0.5$, the $p$ at
+#    which each is zero (bisect on $\theta$; both are positive for small $\theta$), as the pair
+#    `corridor_zeros` = (zero of $dJ/d\theta$, zero of the $G_t$ direction). A sampled ascent
+#    could not resolve these (the slope of $dJ/d\theta$ is tiny at this discount); the exact
+#    directions can.
 # 4. **Explain why** the leave-one-out baseline leaves the episode itself out. Choose
 #    (`loo_why`):
 #    - A: leaving it out lowers the variance; the gradient's mean would be the same either way;
@@ -470,6 +491,13 @@ for label, b in (("mean of G_0", whole.mean()), ("best constant", b_best)):
 
 # %%
 assert rc.exercises.check("best_constant_baseline", best_constant_baseline)
+
+# %% [markdown]
+# The payoff is tiny here (the two variances are printed): $b^* = \sum_i |S_i|^2 G_{0,i} /
+# \sum_i |S_i|^2$ equals the plain mean when $|S|^2$ and $G_0$ are uncorrelated, and on these
+# episodes they nearly are. That is the point of Greensmith et al.: the variance-optimal
+# constant moves away from the mean only as far as the score's size and the return move
+# together.
 
 # %% tags=["solution"]
 def corridor_episode_gradient(went_right, p, gamma):
@@ -526,14 +554,44 @@ exact_true, exact_gt = corridor_exact_gradients(THETA, CORRIDOR_GAMMA)
 print(f"exact dJ/dtheta {exact_true:.3f} (finite difference {true_grad:.3f}); "
       f"exact mean of the G_t estimate {exact_gt:.3f}")
 
+
+def zero_of(which, gamma):
+    lo, hi = -4.0, 4.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if corridor_exact_gradients(mid, gamma)[which] > 0 else (lo, mid)
+    return 1 / (1 + np.exp(-lo))
+
+
+corridor_zeros = (zero_of(0, 0.5), zero_of(1, 0.5))
+for disc in (0.9, 0.5):
+    print(f"gamma {disc}: dJ/dtheta is zero at p = {zero_of(0, disc):.3f}, "
+          f"the G_t direction at p = {zero_of(1, disc):.3f}")
+
 # %%
 assert rc.exercises.check("corridor_exact_gradients", corridor_exact_gradients)
+assert rc.exercises.check("corridor_fixed_points", corridor_zeros)
 
 # %% tags=["solution"]
 loo_why = "B"
 
 # %%
 assert rc.exercises.check("leave_one_out_why", loo_why)
+
+# %% [markdown]
+# How large is the harm of leaving the episode *in*? When all $N$ episodes are still running
+# at $t$, $G_i - \frac1N\sum_j G_j = \frac{N-1}{N}\big(G_i - \frac1{N-1}\sum_{j \ne i} G_j\big)$: the
+# self-including mean scales the leave-one-out weight by $(N-1)/N$. The direction is unchanged;
+# the gradient shrinks by $1/N$ (and where fewer episodes are still running at later $t$, the
+# steps are reweighted a little). A biased estimate, but a mild one:
+
+# %%
+batch_returns = np.arange(16, dtype=float) ** 1.5  # any 16 returns at one time step
+with_self = batch_returns - batch_returns.mean()
+left_out = batch_returns - (batch_returns.sum() - batch_returns) / 15
+print(f"self-included weight / leave-one-out weight, all 16 episodes: "
+      f"{np.unique(np.round(with_self / left_out, 6)).tolist()}")
+assert np.allclose(with_self, 15 / 16 * left_out)
 
 # %% [markdown]
 # ## Key terms

@@ -355,6 +355,10 @@ def _soft_progress_explain(case, got, expected):
     if np.isclose(got, (1 - tau) ** round(1 / tau), atol=5e-3):
         return ("that is the share still to go, (1 - tau)^(1/tau), about 1/e; the target has come "
                 "1 minus that")
+    if np.isclose(got, 1 - np.exp(-1), atol=1e-4) and not np.isclose(got, 1 - (1 - tau) ** round(1 / tau),
+                                                                      atol=1e-4):
+        return ("1 - e^-1 is the limit as tau -> 0; the question asks for the exact share after "
+                "1/tau updates, 1 - (1 - tau)^(1/tau)")
     if np.isclose(got, 1.0, atol=5e-3):
         return ("1/tau soft updates are not a full copy: each closes only tau of the *remaining* "
                 "distance")
@@ -364,7 +368,7 @@ def _soft_progress_explain(case, got, expected):
 register(
     "soft_update_progress", _soft_progress_reference, [Case("tau = 0.01, after 100 updates", (0.01,))],
     compare=lambda got, expected: None if got is not None and np.isclose(float(got), expected,
-                                                                        atol=5e-3)
+                                                                        atol=1e-3)
     else f"expected about {expected:.3f}, got {got!r}",
     explain=_soft_progress_explain,
     hint="after each update the distance to online is (1 - tau) times what it was",
@@ -904,8 +908,10 @@ _LOO_WHY_CHOICES = {
 
 def _loo_why_explain(case, got, expected):
     return {
-        "A": ("no: including it *biases* the estimate, by a term that shrinks like 1/N (for N "
-              "episodes) but never vanishes"),
+        "A": ("no: including it *biases* the estimate. With all N episodes running at t, "
+              "G_i - mean of all = (N-1)/N (G_i - mean of the others): the gradient is scaled by "
+              "(N-1)/N, a 1/N shrink in the same direction, and where fewer episodes run at later t "
+              "the steps are reweighted; mild, but not the gradient's mean"),
         "C": "no: the loss counts it once; the problem is what the baseline depends on",
         "D": "no: that case is handled by giving the baseline 0 there; it is not the reason",
     }.get(str(got).strip().upper() if got is not None else "")
@@ -965,4 +971,63 @@ register(
     compare=_learned_p_compare, explain=_learned_p_explain,
     hint="start at theta = 0, average corridor_episode_gradient over a few hundred episodes per "
          "step, and move theta uphill",
+)
+
+
+# ------------------------------------------------------------------ hard: corridor_fixed_points
+
+
+def _corridor_zero_p(which, gamma):
+    """The P(right) at which the exact direction ``which`` (0: dJ/dtheta, 1: the mean of the G_t
+    estimate) is zero, by bisection on theta (both are positive to its left on the corridor)."""
+    lo, hi = -4.0, 4.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _corridor_exact_reference(mid, gamma)[which] > 0 else (lo, mid)
+    return float(1.0 / (1.0 + np.exp(-lo)))
+
+
+def _fixed_points_reference(gamma=0.5):
+    return _corridor_zero_p(0, gamma), _corridor_zero_p(1, gamma)
+
+
+def _fixed_points_compare(got, expected):
+    try:
+        got = [float(x) for x in got]
+    except (TypeError, ValueError):
+        return f"expected the pair (p where dJ/dtheta = 0, p where the G_t direction = 0), got {got!r}"
+    if len(got) != 2:
+        return f"expected a pair of probabilities, got {len(got)} numbers"
+    if not np.allclose(got, expected, atol=2e-3):
+        return f"expected ({expected[0]:.3f}, {expected[1]:.3f}), got ({got[0]:.3f}, {got[1]:.3f})"
+    return None
+
+
+def _fixed_points_explain(case, got, expected):
+    try:
+        g = [float(x) for x in got]
+    except (TypeError, ValueError):
+        return "assign a pair of two numbers"
+    if len(g) != 2:
+        return None
+    if np.allclose(g, expected[::-1], atol=2e-3):
+        return ("the two are swapped: the *true* gradient (discounted visits) is zero at the best p; "
+                "the G_t direction's zero is its own fixed point")
+    if abs(g[0] - expected[1]) < 2e-3:
+        return ("your first number is where the G_t direction (no gamma^t) is zero: that is where "
+                "biased ascent leads, not the optimum")
+    for gamma_other, where in ((1.0, "gamma = 1 (Sutton & Barto's 0.59)"),
+                               (0.9, "gamma = 0.9 (exercise 2)")):
+        if abs(g[0] - _corridor_best_p(gamma_other)) < 6e-3:
+            return f"that is the best p at {where}; this asks for gamma = 0.5"
+    if abs(g[0] - 0.5) < 2e-3 or abs(g[1] - 0.5) < 2e-3:
+        return "p = 0.5 is theta = 0, where the search starts: the bisection never moved"
+    return None
+
+
+register(
+    "corridor_fixed_points", _fixed_points_reference, [Case("gamma 0.5", ())],
+    compare=_fixed_points_compare, explain=_fixed_points_explain,
+    hint="both directions are positive for small theta and negative for large: bisect on theta, "
+         "then p = sigmoid(theta)",
 )
