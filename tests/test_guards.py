@@ -107,3 +107,10 @@ def test_the_deep_rl_losses_refuse_nan_batches_and_bad_coefficients(which, value
 def test_bandit_agents_refuse_infinite_settings(make, message):
     with pytest.raises((ValueError, TypeError), match=message):
         make()
+
+
+def test_dqn_loss_names_nan_targets():
+    model, params = rc.make_actor_critic(4, 2, hidden=(8,), seed=0)
+    with pytest.raises(ValueError, match=r"^targets: expected finite values"):
+        rc.dqn_loss(params, lambda p, o: model(p, o)[0], np.zeros((5, 4), np.float32),
+                    np.array([0, 1, 0, 1, 0]), np.full(5, np.nan))

@@ -26,6 +26,7 @@ from ..core._checks import (
 from ..core.blas import single_thread_blas
 from ..core.losses import huber
 from ..core.optim import Adam, linear_schedule
+from .rollout import check_minibatch
 from .trainer import Learner, TrainingLog
 
 __all__ = ["ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss"]
@@ -112,6 +113,7 @@ def dqn_loss(params, model, obs, actions, targets, delta: float = 1.0):
     """
     q = model(params, obs)
     actions = as_int_array("actions", actions, 0, q.shape[1])
+    check_minibatch(actions, targets=targets)
     q_taken = ad.take_along_axis(q, actions[:, None], axis=1)[:, 0]
     return ad.mean(huber(q_taken - targets, delta)), ad.mean(ad.stop_gradient(q_taken))
 
