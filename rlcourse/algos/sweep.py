@@ -106,8 +106,18 @@ def _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dty
         if mgn is not None and not mgn > 0:
             raise ValueError(f"members[{i}]: max_grad_norm: expected a number > 0 or None, "
                              f"got {mgn!r}")
-        out.append(module._checked_settings(**settings))
+        out.append(checked_member(i, member, module._checked_settings, settings))
     return out
+
+
+def checked_member(i: int, member: dict, check, settings: dict) -> dict:
+    """``check(**settings)``; an error about a setting the member gave names the member."""
+    try:
+        return check(**settings)
+    except (ValueError, TypeError) as err:
+        if str(err).split(":")[0] in member:
+            raise type(err)(f"members[{i}]: {err}") from None
+        raise
 
 
 def _signature_defaults(fn):
