@@ -144,7 +144,8 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
                 flat = np.concatenate([np.reshape(x, (S, -1)) for x in ad.tree_leaves(grads)],
                                       axis=1).astype(dtype, copy=False)
                 _clip_rows(flat, max_norm, dtype)
-                _adam(theta, flat, m1, m2, t_adam, everyone, phase_lr, 1e-8, 0.9, 0.999, dtype)
+                _adam(theta, flat, m1, m2, t_adam, everyone, phase_lr, 1e-8, 0.9, 0.999, dtype,
+                      step_dtype=np.float64)
                 gradient_step += 1
                 for m, s in enumerate(settings):
                     if gradient_step % s["target_update"] == 0:
@@ -216,7 +217,8 @@ def _loss(stacked, obs, actions, targets, act):
 
 
 def _clip_rows(flat, max_norm, dtype):
-    """Each member's gradient scaled to global norm at most its ``max_grad_norm``, in place."""
+    """Each member's gradient ``flat [S, P]`` scaled to global norm at most its
+    ``max_grad_norm``, in place (the norm of the flat vector, as ``rc.dqn``'s learner takes it)."""
     norms = np.sqrt(np.sum(np.square(flat, dtype=np.float64), axis=1))
     if not np.isfinite(norms).all():
         raise ValueError("grads: NaN or inf in a member's gradients; the update would destroy "

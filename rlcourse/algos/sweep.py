@@ -361,16 +361,20 @@ def _standardise_rows(x):
     return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-8)
 
 
-def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype):
-    """``rc.Adam``'s step (bias corrections folded into the step size) for each active row."""
+def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype, step_dtype=None):
+    """``rc.Adam``'s step (bias corrections folded into the step size) for each active row.
+
+    ``step_dtype=np.float64`` computes the step as ``rc.Adam`` does, bit for bit (its step size
+    is a float64 scalar); the default rounds the step size to ``dtype`` first (1 ulp apart)."""
     if not np.isfinite(grads).all():
         raise ValueError("grads: NaN or inf in a member's gradients; the update would destroy "
                          "its parameters")
     t_new = t + 1
     new_m1 = b1 * m1 + (1 - b1) * grads
     new_m2 = b2 * m2 + (1 - b2) * (grads * grads)
-    step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(dtype)[:, None]
-    eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(dtype)[:, None]
+    step_dtype = dtype if step_dtype is None else step_dtype
+    step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(step_dtype)[:, None]
+    eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(step_dtype)[:, None]
     new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
     rows = active[:, None]
     theta[...] = np.where(rows, new_theta, theta)
