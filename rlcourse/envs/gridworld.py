@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import check_count, check_probability
+from ..core._checks import check_choice, check_count, check_flag, check_probability
 from .tabular import TabularMDP
 
 __all__ = ["GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN", "RIGHT", "UP"]
@@ -48,8 +48,11 @@ def parse_layout(layout) -> list[str]:
     """Layout rows as a list of equal-length strings of known cell characters."""
     if isinstance(layout, str):
         rows = [r.strip() for r in layout.replace("/", "\n").strip().splitlines()]
-    else:
+    elif isinstance(layout, (list, tuple, np.ndarray)) and all(isinstance(r, str) for r in layout):
         rows = [str(r) for r in layout]
+    else:
+        raise TypeError(f"layout: expected a string or a list of row strings, got "
+                        f"{type(layout).__name__} {layout!r:.60}")
     if not rows or not rows[0]:
         raise ValueError("layout: expected at least one non-empty row")
     for i, row in enumerate(rows):
@@ -160,10 +163,9 @@ class FrozenLake(GridWorld):
                  seed: int | None = None, max_steps=_GYM_LIMIT, layout=None):
         custom = layout is not None
         if not custom:
-            if map_name not in FROZEN_LAKE_MAPS:
-                raise ValueError(f"map_name: expected '4x4' or '8x8', got {map_name!r}")
-            layout = FROZEN_LAKE_MAPS[map_name]
-        if max_steps == _GYM_LIMIT:
+            layout = FROZEN_LAKE_MAPS[check_choice("map_name", map_name, tuple(FROZEN_LAKE_MAPS))]
+        is_slippery = check_flag("is_slippery", is_slippery)
+        if isinstance(max_steps, str) and max_steps == _GYM_LIMIT:
             max_steps = None if custom else {"4x4": 100, "8x8": 200}[map_name]
         super().__init__(n=n, seed=seed, step_reward=0.0, slip=2 / 3 if is_slippery else 0.0,
                          layout=layout, goal_reward=1.0, hole_reward=0.0, max_steps=max_steps)
