@@ -7,7 +7,8 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice"]
+           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice",
+           "finite_scalar"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -191,3 +192,12 @@ def check_choice(name: str, value, choices: tuple):
         return value
     options = ", ".join(repr(c) for c in choices)
     raise ValueError(f"{name}: expected one of {options}, got {type(value).__name__} {value!r}")
+
+
+def finite_scalar(name: str, value) -> float:
+    """``value`` as a finite Python float (see :func:`real_scalar`: bools, strings, complex
+    numbers and arrays are refused), e.g. a reward setting or an initial estimate."""
+    value = real_scalar(name, value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    return value

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import check_choice, check_count, check_flag, check_probability
+from ..core._checks import check_choice, check_count, check_flag, check_probability, finite_scalar
 from .tabular import TabularMDP
 
 __all__ = ["GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN", "RIGHT", "UP"]
@@ -131,9 +131,10 @@ class GridWorld(TabularMDP):
         self.layout = parse_layout(layout) if layout is not None else default_layout(size)
         self.shape = (len(self.layout), len(self.layout[0]))
         self.slip = check_probability("slip", slip)
-        P, R, terminal, start = build_model(self.layout, float(step_reward), self.slip,
-                                            float(goal_reward), float(hole_reward),
-                                            float(cliff_reward))
+        P, R, terminal, start = build_model(self.layout, finite_scalar("step_reward", step_reward),
+                                            self.slip, finite_scalar("goal_reward", goal_reward),
+                                            finite_scalar("hole_reward", hole_reward),
+                                            finite_scalar("cliff_reward", cliff_reward))
         super().__init__(P, R, terminal, start, n=n, seed=seed, max_steps=max_steps)
 
     def render_text(self, copy: int = 0) -> str:

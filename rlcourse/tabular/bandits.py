@@ -20,6 +20,7 @@ from ..core._checks import (
     check_nonnegative,
     check_probability,
     check_shape,
+    finite_scalar,
     real_scalar,
 )
 
@@ -83,9 +84,7 @@ class EpsilonGreedy(_Agent):
     def __init__(self, arms: int, n: int = 1, epsilon: float = 0.1, initial: float = 0.0,
                  step_size: float | None = None):
         self.epsilon = check_probability("epsilon", epsilon)
-        self.initial = real_scalar("initial", initial)
-        if not np.isfinite(self.initial):
-            raise ValueError(f"initial: expected a finite number, got {self.initial}")
+        self.initial = finite_scalar("initial", initial)
         if step_size is not None:
             step_size = check_probability("step_size", step_size)
             if step_size == 0.0:
