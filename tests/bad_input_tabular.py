@@ -252,11 +252,23 @@ class _GymVectorEnv:
         return np.zeros((2, 4)), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {}
 
 
+def _vector_env(**attrs):
+    """A same-step-autoreset vector env stand-in with ``attrs`` changed."""
+    env = _GymVectorEnv()
+    env.metadata = {"autoreset_mode": "SAME_STEP"}
+    for k, v in attrs.items():
+        setattr(env, k, v)
+    return env
+
+
 def _gym_env(valid):
     return _not_an_env() + [
         ("our own CartPole", rc.CartPole(n=1, seed=0)),
         ("a continuous action space", _GymEnv(action_space=_Space((1,)))),
         ("a vector env with next-step autoreset", _GymVectorEnv()),
+        ("a vector env without metadata", _vector_env(metadata=None)),
+        ("a vector env of 0 copies", _vector_env(num_envs=0)),
+        ("a vector env with num_envs a string", _vector_env(num_envs="2")),
         ("an action space of 0 actions", _GymEnv(action_space=_Space(n=0))),
         ("no observation space", type("NoObs", (), {"action_space": _Space(n=2), "reset": None,
                                                     "step": None})())]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._checks import check_count
 from .base import EpisodeStats, Step, check_actions
 
 __all__ = ["from_gymnasium"]
@@ -62,14 +63,15 @@ class _GymVector(EpisodeStats):
     """A same-step-autoreset Gymnasium vector env."""
 
     def __init__(self, env):
-        mode = env.metadata.get("autoreset_mode")
+        metadata = env.metadata if isinstance(env.metadata, dict) else {}
+        mode = metadata.get("autoreset_mode")
         if getattr(mode, "name", str(mode)) != "SAME_STEP":
             raise ValueError(
                 f"env: expected a vector env with same-step autoreset, got autoreset_mode {mode}; "
                 "create it with gymnasium.make_vec(..., vector_kwargs={'autoreset_mode': "
                 "gymnasium.vector.AutoresetMode.SAME_STEP})"
             )
-        self.env, self.n = env, int(env.num_envs)
+        self.env, self.n = env, check_count("env.num_envs", env.num_envs)
         self.observation_shape = _observation_shape(env.single_observation_space)
         self.num_actions = _num_actions(env.single_action_space)
         self._init_stats(self.n)
