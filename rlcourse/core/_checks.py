@@ -7,7 +7,8 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits", "real_scalar"]
+           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice",
+           "finite_scalar"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -173,3 +174,30 @@ def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{name}: the row at {where} is -inf everywhere; no choice would have "
                          "nonzero probability")
     return arr
+
+
+def check_flag(name: str, value) -> bool:
+    """A yes/no setting as a Python bool: ``True``/``False`` (numpy's too) or the ints 0 and 1.
+    Anything else is refused rather than read by its truth value (``"False"`` is truthy)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+
+
+def check_choice(name: str, value, choices: tuple):
+    """``value`` if it is one of ``choices`` (strings), else an error listing them."""
+    if isinstance(value, str) and value in choices:
+        return value
+    options = ", ".join(repr(c) for c in choices)
+    raise ValueError(f"{name}: expected one of {options}, got {type(value).__name__} {value!r}")
+
+
+def finite_scalar(name: str, value) -> float:
+    """``value`` as a finite Python float (see :func:`real_scalar`: bools, strings, complex
+    numbers and arrays are refused), e.g. a reward setting or an initial estimate."""
+    value = real_scalar(name, value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    return value
