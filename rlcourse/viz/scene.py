@@ -169,7 +169,8 @@ def rasterize(scene: Scene, scale: float = 2.0) -> np.ndarray:
     w, h = max(1, round(scene.width * scale)), max(1, round(scene.height * scale))
     if w * h > MAX_PIXELS:
         raise ValueError(f"scale: the scene ({scene.width} x {scene.height}) at scale {scale:g} would "
-                         f"be a {w} x {h} image, more than {MAX_PIXELS} pixels; lower the scale or the scene size")
+                         f"be a {w} x {h} image, more than {MAX_PIXELS} pixels; lower the scale or "
+                         "the scene size")
     s = scale * _SUPERSAMPLE
     image = Image.new("RGB", (w * _SUPERSAMPLE, h * _SUPERSAMPLE), "#ffffff")
     draw = ImageDraw.Draw(image)
