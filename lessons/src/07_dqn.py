@@ -566,7 +566,7 @@ ablated = rc.dqn_sweep([rc.CartPole() for _ in grid],
                        [rc.mlp_init([4, 64, 64, 2], seed=seed) for _, seed in grid], ABLATION_STEPS,
                        [dict(seed=seed, **ABLATIONS[label]) for label, seed in grid], **rc.DQN_CARTPOLE)
 peak_q, short_score = {label: [] for label in ABLATIONS}, {label: [] for label in ABLATIONS}
-for (label, seed), run in zip(grid, ablated):
+for (label, _), run in zip(grid, ablated):
     peak_q[label].append(np.nanmax(run.history["q_mean"]))
     short_score[label].append(rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, run.params),
                                           10, seed=1_000).mean)
