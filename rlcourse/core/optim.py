@@ -109,15 +109,19 @@ def global_norm(tree) -> float:
     Finite entries give a finite norm: were the squares to overflow (or all underflow to 0),
     the sum is taken again of the entries divided by the largest |entry|."""
     leaves = [getattr(g, "value", g) for g in check_tree("tree", tree)]
-    with np.errstate(over="ignore", under="ignore"):
-        norm = float(np.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in leaves)))
+    norm = _sum_of_squares(leaves, 1.0)
     if norm == np.inf or norm == 0.0:
         scale = max((float(np.max(np.abs(g), initial=0.0)) for g in leaves), default=0.0)
         if 0.0 < scale < np.inf:
-            with np.errstate(under="ignore"):
-                norm = scale * float(np.sqrt(sum(float(np.sum(np.square(np.divide(g, scale, dtype=np.float64))))
-                                                 for g in leaves)))
+            norm = scale * _sum_of_squares(leaves, scale)
     return norm
+
+
+def _sum_of_squares(leaves: list, scale: float) -> float:
+    """sqrt(sum((g / scale)^2)) over every entry, in float64."""
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.sqrt(sum(float(np.sum(np.square(g if scale == 1.0 else g / scale,
+                                                        dtype=np.float64))) for g in leaves)))
 
 
 def clip_by_global_norm(grads, max_norm: float):
