@@ -82,8 +82,8 @@ def _layer_sizes(name: str, layer) -> tuple[int, int]:
 def _check_input(x, n_in: int, against: str):
     """``x`` ``[..., n_in]`` of finite real numbers (a traced ``x`` was made from checked
     values: only its shape is checked)."""
-    if not isinstance(x, Tensor):
-        x = as_float_array("x", x)
+    if not (type(x) is np.ndarray and x.dtype.kind == "f" and np.isfinite(x).all()):
+        x = x if isinstance(x, Tensor) else as_float_array("x", x)  # raises if not finite
     if np.ndim(x) < 1 or np.shape(x)[-1] != n_in:
         raise ValueError(f"x: expected last dimension {n_in} (the input size of {against}), "
                          f"got shape {np.shape(x)}")
