@@ -83,7 +83,7 @@ class Tokenizer:
 
     def encode_prompts(self, prompts: list[str]) -> np.ndarray:
         """``BOS + prompt`` for each prompt, left-padded with ``PAD`` to one length: ``[B, P]``."""
-        if isinstance(prompts, str) or not isinstance(prompts, (list, tuple)) or not prompts:
+        if not isinstance(prompts, (list, tuple, np.ndarray)) or not len(prompts):
             raise TypeError(f"prompts: expected a non-empty list of strings, got {prompts!r:.60}")
         rows = [self.encode(p) for p in prompts]
         width = max(len(r) for r in rows)
@@ -96,7 +96,7 @@ class Tokenizer:
         ``EOS``, right-padded with ``PAD``. ``mask`` is True on the completion tokens and their
         ``EOS``: the tokens a fine-tuned or RL-trained model is scored on.
         """
-        if isinstance(completions, str) or not isinstance(completions, (list, tuple)):
+        if not isinstance(completions, (list, tuple, np.ndarray)):
             raise TypeError(f"completions: expected a list of strings, got {completions!r:.60}")
         if len(prompts) != len(completions):
             raise ValueError(f"completions: expected {len(prompts)} (one per prompt), got {len(completions)}")
