@@ -18,8 +18,8 @@ import copy
 import tempfile
 from pathlib import Path
 
-import numpy as np  # noqa: F401
-from bad_input_kinds import EXTRA, RNG, SHORT, F, ints_below, without  # noqa: F401
+import numpy as np
+from bad_input_kinds import RNG, SHORT, F, ints_below, without
 
 import rlcourse as rc
 
@@ -183,14 +183,12 @@ def _transformer_bads(valid):
     ]
 
 
-def _seq_bads(name_short=True):
+def _token_bads(valid):
     """Token ids ``[B, L]`` of the fixture model: outside the vocabulary, not 2-D, empty, or
-    more real tokens than its context."""
-    def bads(valid):
-        extra = [("1-D", np.asarray(valid)[0]), ("no columns", np.zeros((2, 0), int)),
-                 ("longer than the context", np.full((2, C + 1), 4)), ("a string", "1 4 5")]
-        return ints_below(V, SHORT)(valid) + extra
-    return bads
+    more real tokens than its context (a row short is a smaller batch: valid)."""
+    extra = [("1-D", np.asarray(valid)[0]), ("no columns", np.zeros((2, 0), int)),
+             ("longer than the context", np.full((2, C + 1), 4)), ("a string", "1 4 5")]
+    return ints_below(V, SHORT)(valid) + extra
 
 
 def _cache_bads(valid):
@@ -229,13 +227,10 @@ def _symbols_bads(valid):
             ("a number among words", ["a", 1]), ("a special token's name", ["<pad>", "a"])]
 
 
-def _kv(**kw):
-    """Arguments of ``KVCache`` taken from a prefilled cache, some replaced."""
+def _kv():
+    """The arguments of ``KVCache`` that make a prefilled cache."""
     cache = _cache()
-    return {**{k: getattr(cache, k) for k in KV_FIELDS}, **kw}
-
-
-KV_FIELDS = ("keys", "values", "visible", "positions", "length")
+    return {k: getattr(cache, k) for k in ("keys", "values", "visible", "positions", "length")}
 
 
 def _length_bads(valid):
@@ -250,8 +245,7 @@ def _positions_bads(valid):
 # ---------------------------------------------------------------------------------------------
 # Specs
 
-_TP = _transformer_bads
-_TOK = _seq_bads()
+_TP, _TOK = _transformer_bads, _token_bads
 
 SPECS: dict[str, tuple] = {
     # core.nn
@@ -284,7 +278,7 @@ SPECS: dict[str, tuple] = {
     "transformer_decode": (lambda: dict(params=_params(), cache=_cache(), tokens=np.array([4, 5])),
                            dict(params=_TP, cache=_cache_bads,
                                 tokens=lambda v: [*ints_below(V)(v), ("2-D", v[:, None])])),
-    "KVCache": (lambda: _kv(),
+    "KVCache": (_kv,
                 dict(keys="floats", values="floats", visible="bools", positions=_positions_bads,
                      length=_length_bads)),
     # core.lm
