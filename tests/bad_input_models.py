@@ -136,7 +136,8 @@ def _save_tree_bads(valid):
 
 
 def _path_bads(valid):
-    return [("None", None), ("a number", 3), ("an empty string", ""), ("bytes content", b"\x00")]
+    return [("None", None), ("a number", 3), ("an empty string", ""), ("bytes content", b"\x00"),
+            ("the current folder", "."), ("a path ending in ..", "models/..")]
 
 
 def _damaged_paths(valid):

@@ -23,8 +23,9 @@ _SCALARS = {bool: "bool", int: "int", float: "float"}
 
 def _npz_path(path) -> Path:
     """``path`` with the ``.npz`` suffix numpy adds on saving, so save and load agree."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise TypeError(f"path: expected a file name (a non-empty str or Path), got "
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) \
+            or Path(path).name in ("", ".", ".."):
+        raise TypeError(f"path: expected a file name (a str or Path ending in a name), got "
                         f"{type(path).__name__} {path!r:.40}")
     path = Path(path)
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
