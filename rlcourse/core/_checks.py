@@ -201,3 +201,54 @@ def finite_scalar(name: str, value) -> float:
     if not np.isfinite(value):
         raise ValueError(f"{name}: expected a finite number, got {value}")
     return value
+
+
+def check_tree(name: str, tree, floats: bool = False, finite: bool = False) -> list:
+    """The leaves of a parameter (or gradient) tree, a nested dict/list/tuple, in
+    ``tree_leaves`` order, each checked to be a real numeric array or number (float if
+    ``floats``; with no NaN or inf if ``finite``). Traced ``Tensor`` leaves pass as they are
+    (``value_and_grad`` checked them). Raises naming the leaf's path, e.g. ``params[0]['w']``,
+    so a string, None, object or complex leaf never reaches numpy."""
+    from .autodiff import Tensor  # autodiff needs no checks; imported here to keep layers apart
+
+    leaves: list = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}[{k!r}]")
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+        else:
+            dtype = node.dtype if isinstance(node, (np.ndarray, np.generic, Tensor)) else (
+                np.result_type(node) if isinstance(node, (int, float)) else None)
+            if dtype is None or dtype.kind not in ("f" if floats else "biuf"):
+                expected = "a floating-point array" if floats else "a real numeric array or number"
+                got = f"dtype {dtype}" if dtype is not None else type(node).__name__
+                raise TypeError(f"{path}: expected {expected}, got {got}")
+            if finite and not isinstance(node, Tensor):
+                # one sum answers "all finite?" for almost every array; the exact test runs
+                # only when it is not finite
+                with np.errstate(over="ignore", invalid="ignore"):
+                    suspect = not np.isfinite(np.sum(node))
+                if suspect and not np.isfinite(node).all():
+                    bad = int((~np.isfinite(node)).sum())
+                    raise ValueError(f"{path}: expected finite values, got NaN or inf "
+                                     f"({bad} of {np.size(node)} entries)")
+            leaves.append(node)
+
+    walk(tree, name)
+    return leaves
+
+
+def float_dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` as a floating-point ``np.dtype`` (float16/32/64): parameters of another dtype
+    would be rounded to integers or lose their imaginary part when created."""
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        result = None
+    if result is None or result.kind != "f":
+        raise TypeError(f"{name}: expected a floating-point dtype such as np.float32, got {dtype!r}")
+    return result
