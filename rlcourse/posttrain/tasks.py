@@ -264,6 +264,7 @@ def review_task() -> ReviewTask:
 
     def rate(tokens, prompt_len: int):
         tokens = _check_tokens(tokens, tokenizer.vocab_size)
+        prompt_len = check_count("prompt_len", prompt_len)
         if tokens.ndim != 2 or not 0 < prompt_len <= tokens.shape[1] - 4:
             raise ValueError(f"tokens: expected [B, L] rows with a prompt of prompt_len={prompt_len} "
                              f"columns and room for 3 words and EOS after it, got shape {tokens.shape}")
