@@ -10,13 +10,15 @@ from ..core._checks import (
     as_float_array,
     as_int_array,
     check_callable,
+    check_choice,
     check_count,
+    check_flag,
     check_nonnegative,
     check_shape,
 )
 from ..core.autodiff import tree_leaves
 from ..core.tokenizer import PAD
-from ..core.transformer import TransformerConfig, _check_params
+from ..core.transformer import TransformerConfig, transformer_config
 
 __all__ = ["check_model", "check_models", "check_token_ids", "check_prompts", "check_rng", "check_clip",
            "check_flag", "check_choice", "check_token_id", "check_optimizer", "call_scorer",
@@ -27,7 +29,7 @@ def check_model(name: str, params) -> TransformerConfig:
     """The sizes of the language model ``params`` (``lm_init``): its tree, shapes, dtypes and
     finiteness checked, the error naming ``name`` (``policy``, ``ref``, ...)."""
     try:
-        return _check_params(params)
+        return transformer_config(params)
     except (ValueError, TypeError) as err:
         if name == "params":
             raise
@@ -84,16 +86,8 @@ def check_clip(clip) -> float:
     return clip
 
 
-def check_flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
-    return bool(value)
 
 
-def check_choice(name: str, value, options: tuple) -> str:
-    if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name}: expected one of {options}, got {value!r}")
-    return value
 
 
 def check_token_id(name: str, value, vocab: int | None = None) -> int:
