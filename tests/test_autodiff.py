@@ -428,5 +428,7 @@ def test_affine_matches_matmul_plus_bias(x_shape):
     weights = arrays(rng, x_shape[:-1] + (3,))
     check_grad(lambda p: rc.sum(rc.affine(p["x"], p["w"], p["b"]) * weights), {"x": x, "w": w, "b": b})
     check_grad(lambda p: rc.sum(rc.affine(x, p["w"], b) * weights), {"w": w})
-    with pytest.raises(ValueError, match="affine: expected x"):
+    with pytest.raises(ValueError, match=r"b: expected shape \(3,\) \(the columns of w"):
         rc.affine(x, w, b[:2])
+    with pytest.raises(ValueError, match=r"x: expected shape \[\.\.\., K\] with K = 3"):
+        rc.affine(x, w[:3], b)
