@@ -14,6 +14,11 @@ gradients are summed over broadcast dimensions so each has its input's shape; ``
 ``maximum`` and ``where`` send the whole gradient to the branch that was chosen (ties go to the
 first argument); ``clip`` passes the gradient where ``lo <= x <= hi`` and blocks it outside.
 Nested ``value_and_grad`` (a gradient of a gradient) is not supported.
+
+Inputs: every op takes real numbers (bool, int or float arrays, lists, Python numbers) of any
+shape its maths allows. NaN and inf are data: they propagate, never dropped. Complex, string or
+object data, axes out of range, shapes that do not fit together, indices out of range and a
+softmax row with nothing to normalise (+inf, or -inf everywhere) are errors naming the argument.
 """
 
 from __future__ import annotations
@@ -442,13 +447,14 @@ def abs(x):
     return _unary(x, np.abs, lambda g, x, y: g * np.sign(x))
 
 
+def _log_sigmoid_value(v):
+    with np.errstate(invalid="ignore"):  # numpy warns on logaddexp(0, NaN); NaN just propagates
+        return -np.logaddexp(0, -v)
+
+
 def log_sigmoid(x):
     """``log(sigmoid(x))``, finite with a finite gradient for any finite ``x``."""
-    return _unary(
-        x,
-        lambda v: -np.logaddexp(0, -v),
-        lambda g, x, y: g * _sigmoid_value(-x),
-    )
+    return _unary(x, _log_sigmoid_value, lambda g, x, y: g * _sigmoid_value(-x))
 
 
 def stop_gradient(x):
@@ -606,7 +612,8 @@ def clip(x, lo, hi):
     if not isinstance(x, Tensor):
         return out
     inside = (xv >= (-np.inf if lo is None else lo)) & (xv <= (np.inf if hi is None else hi))
-    return _record(out, ((x, lambda g: g * inside),))
+    shape = np.shape(xv)  # array bounds may broadcast x to a larger result
+    return _record(out, ((x, lambda g: _unbroadcast(g * inside, shape)),))
 
 
 def take_along_axis(x, indices, axis: int = -1):
