@@ -211,6 +211,17 @@ def test_integer_params_raise():
         rc.value_and_grad(lambda p: rc.sum(p["w"]))({"w": np.arange(3)})
 
 
+def test_non_real_params_and_losses_raise():
+    for bad in (np.ones(2, complex), np.array(["a", "b"]), np.array([object()] * 2)):
+        with pytest.raises(TypeError, match=r"params\['w'\]: parameters must be floating-point"):
+            rc.value_and_grad(lambda p: rc.sum(p["w"]))({"w": bad})
+    for loss in (None, "loss", np.ones(2, complex).sum()):
+        with pytest.raises(TypeError, match="f: the function must return a scalar loss"):
+            rc.value_and_grad(lambda p, loss=loss: loss)(np.ones(2))
+    with pytest.raises(TypeError, match=r"argnums=\(0, 2\) but only 2 argument"):
+        rc.value_and_grad(lambda a, b: rc.sum(a), argnums=(0, 2))(np.ones(2), np.ones(2))
+
+
 def test_nan_params_raise():
     with pytest.raises(ValueError, match=r"params\[0\]\[1\].*NaN"):
         rc.value_and_grad(lambda p: rc.sum(p[0][1]))([[np.ones(2), np.array([1.0, np.nan])]])

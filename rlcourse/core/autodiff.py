@@ -881,9 +881,12 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
             _TAPES.pop()
         loss = result[0] if isinstance(result, tuple) else result
         loss_value = np.asarray(_val(loss))
+        if loss_value.dtype.kind not in "biuf":
+            raise TypeError(f"f: the function must return a scalar loss (a real number, or a "
+                            f"tuple starting with one), got {_describe(loss)}")
         if loss_value.ndim != 0:
             raise ValueError(
-                f"the function must return a scalar loss (or a tuple starting with one), "
+                f"f: the function must return a scalar loss (or a tuple starting with one), "
                 f"got an array of shape {loss_value.shape}; reduce it with sum or mean"
             )
         grads = _backward(tape, loss) if isinstance(loss, Tensor) else {}
