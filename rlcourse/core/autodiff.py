@@ -149,7 +149,7 @@ def _val(x):
 
 
 def _record(value, parents) -> Tensor:
-    out = Tensor.__new__(Tensor)  # an op's result: real by construction, so Tensor()'s checks are skipped
+    out = Tensor.__new__(Tensor)  # skips Tensor()'s input checks: an op's result is valid
     out.value, out.parents = value, parents
     if _TAPES:
         _TAPES[-1].append(out)
