@@ -7,7 +7,7 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits", "real_scalar"]
+           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -173,3 +173,19 @@ def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{name}: the row at {where} is -inf everywhere; no choice would have "
                          "nonzero probability")
     return arr
+
+
+def check_flag(name: str, value) -> bool:
+    """``value`` as a Python bool: only ``True`` or ``False`` (a numpy bool too). A string such
+    as ``"False"`` is refused rather than read as true, and so are None, numbers and arrays."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_choice(name: str, value, options) -> str:
+    """``value`` if it is one of the strings ``options`` (e.g. a loss type), else an error that
+    lists them; non-strings (None, numbers, lists) are refused before any lookup."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name}: expected one of {sorted(options)}, got {value!r}")
+    return value
