@@ -121,6 +121,10 @@ def kl_estimate(logp, ref_logp, kind: str = "k1", *, old_logp=None):
         est = 0.5 * d * d
     else:
         est = ad.exp(d) - d - 1.0
+        # for |d| < 1e-4 or so, exp(d) - d - 1 can round below 0 (by ~1e-16); the value is
+        # lifted to 0, the gradient is left as it is
+        value = np.asarray(ad.stop_gradient(est))
+        est = est + np.where(value < 0, -value, 0.0)
     if old_logp is None:
         return est
     op = _log_prob_values("old_logp", old_logp)

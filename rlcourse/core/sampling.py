@@ -33,9 +33,9 @@ def top_k_filter(logits, k: int) -> np.ndarray:
 def top_p_filter(logits, p: float) -> np.ndarray:
     """Keep the smallest set of most likely tokens whose total probability reaches ``p``.
 
-    Tokens are ranked by probability (equal ones by lower id first); a token is kept when the
-    mass of the tokens ranked before it is still below ``p``, so the most likely token is always
-    kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
+    Tokens are ranked by probability, i.e. by logit (equal ones by lower id first); a token is
+    kept when the mass of the tokens ranked before it is still below ``p``, so the most likely
+    token is always kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
     Returns float logits of the input's shape with the others set to ``-inf``.
 
     Ties: a set whose mass equals ``p`` already reaches it, so the next token is dropped; a mass
@@ -50,7 +50,9 @@ def top_p_filter(logits, p: float) -> np.ndarray:
     if p == 1.0:
         return x.copy()
     probs = _softmax(x)
-    order = np.argsort(-probs, axis=-1, kind="stable")
+    # ranked by logit: two logits a rounding apart can have equal float probabilities, and the
+    # larger one is still the more likely token
+    order = np.argsort(-x, axis=-1, kind="stable")
     ranked = np.take_along_axis(probs, order, axis=-1)
     mass_before = np.cumsum(ranked, axis=-1) - ranked
     # a small slack so that a set whose mass equals p up to rounding counts as reaching it
@@ -131,6 +133,8 @@ def _check_top_p(name: str, p) -> float:
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax along the last axis; -inf logits get probability exactly 0."""
-    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    """Softmax along the last axis; -inf logits get probability exactly 0, and so do logits
+    more than the largest float below the maximum (the difference overflows to -inf)."""
+    with np.errstate(over="ignore"):
+        z = np.exp(x - x.max(axis=-1, keepdims=True))
     return z / z.sum(axis=-1, keepdims=True)
