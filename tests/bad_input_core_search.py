@@ -232,12 +232,12 @@ SPECS: dict[str, tuple] = {
         dict(**GAME_KINDS, simulations="count", c="nonneg", rollout_depth=without(count0, "None"),
              seed="seed", two_player=flag, prior=prior_kind, rollout_limit="count")),
     # search.minimax
-    "minimax_values": (lambda: dict(**game_args(0, 4, 1, 2), cache={}),
-                       dict(**GAME_KINDS, cache=mapping)),
-    "minimax_value": (lambda: dict(**game_args(0, 4, 1, 2), cache={}),
-                      dict(**GAME_KINDS, cache=mapping)),
-    "perfect_action": (lambda: dict(**game_args(0, 4, 1, 2), rng=RNG(0), cache={}),
-                       dict(**GAME_KINDS, rng=generator, cache=mapping)),
+    "minimax_values": (lambda: dict(**game_args(0, 4, 1, 2), cache={}, depth_limit=20),
+                       dict(**GAME_KINDS, cache=mapping, depth_limit="count")),
+    "minimax_value": (lambda: dict(**game_args(0, 4, 1, 2), cache={}, depth_limit=20),
+                      dict(**GAME_KINDS, cache=mapping, depth_limit="count")),
+    "perfect_action": (lambda: dict(**game_args(0, 4, 1, 2), rng=RNG(0), cache={}, depth_limit=20),
+                       dict(**GAME_KINDS, rng=generator, cache=mapping, depth_limit="count")),
 }
 
 EXEMPT: dict[str, str] = {
