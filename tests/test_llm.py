@@ -407,6 +407,22 @@ def test_ppo_validation():
         rc.ppo_clip_loss(logp, logp, logp, mask, aggregate="mean")
 
 
+def test_a_ratio_that_overflows_is_an_error_not_a_silent_nan():
+    """exp(logp - old_logp) at a log-ratio of 800 is inf, and inf * A = NaN where A = 0: an old
+    log-prob of -800 on a sampled token cannot come from the sampling policy (issue 12)."""
+    mask = np.ones((1, 2), dtype=bool)
+    logp, old, adv = np.array([[0.0, -1.0]]), np.array([[-800.0, -1.0]]), np.array([[0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"old_logp: at \(0, 0\) the ratio .* overflows"):
+        rc.ppo_clip_loss(logp, old, adv, mask)
+    with pytest.raises(ValueError, match="old_logp: .* overflows"):
+        rc.grpo_loss(logp, old, logp, adv, mask)
+    with pytest.raises(ValueError, match="old_logp: .* overflows"):  # float32 overflows at 88.7
+        rc.ppo_clip_loss(logp.astype(np.float32), (old / 8).astype(np.float32), adv, mask)
+    # the other way round the ratio is e^-800 = 0: finite, and k3 is taken from the log-ratio
+    result = rc.ppo_clip_loss(old, logp, np.array([[1.0, -1.0]]), mask)
+    assert np.isfinite(float(result.loss)) and result.approx_kl == pytest.approx(399.5)
+
+
 def test_reward_to_go_and_advantages_stay_inside_each_completion():
     rewards = np.array([[0.0, 1.0, 2.0, 5.0], [3.0, 4.0, 0.0, 0.0]])
     mask = np.array([[False, True, True, False], [True, True, False, False]])

@@ -123,6 +123,7 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     adv = np.where(mask, adv, 0.0).astype(dtype)
     # padding log-probs may be -inf on both sides; replace them before subtracting
     log_ratio = ad.where(mask, logp, 0.0) - np.where(mask, old, 0.0).astype(dtype)
+    _check_log_ratio(ad.stop_gradient(log_ratio))
     ratio = ad.exp(log_ratio)
     objective = ad.where(mask, ppo_clip_objective(ratio, adv, clip), 0.0)
     if aggregate == "token":
@@ -134,6 +135,20 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     # k3 from the log-ratio itself: finite even where the ratio underflows to 0
     approx_kl = float(np.mean(kl_estimate(np.zeros_like(log_r[mask]), log_r[mask], "k3")))
     return PPOClipResult(loss, clip_fraction, approx_kl)
+
+
+def _check_log_ratio(log_ratio) -> None:
+    """Raise where ``exp(logp - old_logp)`` would overflow (float64: a log-ratio above 709.8):
+    the sampling policy would have drawn a token of probability below 1e-308 times the current
+    one's, which logged data cannot hold; its clipped objective would be inf or NaN."""
+    log_ratio = np.asarray(log_ratio)
+    top = np.log(np.finfo(log_ratio.dtype).max)
+    if (log_ratio > top).any():
+        where = tuple(int(i) for i in np.argwhere(log_ratio > top)[0])
+        raise ValueError(
+            f"old_logp: at {where} the ratio exp(logp - old_logp) = exp({log_ratio[where]:.4g}) "
+            "overflows; a token that was sampled cannot have had so small a probability under "
+            "the sampling policy (are old_logp that policy's log-probs of these tokens?)")
 
 
 def huber(x, delta: float = 1.0):
@@ -470,6 +485,7 @@ def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_
     # padding log-probs may be -inf; they are replaced before any arithmetic
     logp_in = ad.where(mask, logp, 0.0)
     log_ratio = logp_in - np.where(mask, old, 0.0).astype(dtype)
+    _check_log_ratio(ad.stop_gradient(log_ratio))
     ratio = ad.exp(log_ratio)
     surrogate = -ppo_clip_objective(ratio, adv, clip)
     k3 = kl_estimate(logp_in, np.where(mask, ref, 0.0).astype(dtype), kind="k3")
