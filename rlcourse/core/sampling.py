@@ -35,8 +35,8 @@ def top_p_filter(logits, p: float) -> np.ndarray:
 
     Tokens are ranked by probability, i.e. by logit (equal ones by lower id first); a token is
     kept when the mass of the tokens ranked before it is still below ``p``, so the most likely
-    token is always kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
-    Returns float logits of the input's shape with the others set to ``-inf``.
+    token is always kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero
+    probability. Returns float logits of the input's shape with the others set to ``-inf``.
 
     Ties: a set whose mass equals ``p`` already reaches it, so the next token is dropped; a mass
     within 1e-9 of ``p`` counts as equal, since a floating-point sum can land on either side.

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..core._checks import real_scalar
 
+__all__ = ["check_game", "legal_list", "no_moves", "applied", "game_reward"]
+
 GAME_FUNCTIONS = ("legal_actions", "apply", "is_terminal", "reward")
 
 
@@ -44,12 +46,12 @@ def legal_list(legal_actions, state) -> list:
                         f"{actions!r} for state {state!r}")
     actions = list(actions)
     if not actions:
-        raise ValueError(f"legal_actions: returned no actions for state {state!r}, which "
-                         "is_terminal says is not terminal")
+        raise no_moves(state)
     return actions
 
 
 def no_moves(state) -> ValueError:
+    """The error for a non-terminal ``state`` without legal actions."""
     return ValueError(f"legal_actions: returned no actions for state {state!r}, which "
                       "is_terminal says is not terminal")
 

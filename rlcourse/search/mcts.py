@@ -171,8 +171,8 @@ def mcts(
     a terminal state after ``rollout_limit`` moves raises ``ValueError`` (a cyclic game, or one
     far longer than expected): pass ``rollout_depth`` and a ``reward`` that scores the state
     where it stops. ``reward`` must be finite (a NaN or an infinite value is an error), and
-``apply`` must return the new state (None, from a function that changed the state in place,
-is an error).
+    ``apply`` must return the new state (None, from a function that changed the state in place,
+    is an error).
 
     Defaults: 2000 simulations and ``c = 2`` (for values in ``[-1, 1]``) play tic-tac-toe
     perfectly: at every position where it is to move in any game it can play from the start,
