@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rlcourse as rc
 
@@ -94,6 +96,32 @@ def test_effective_sample_size_is_scale_free():
         assert rc.effective_sample_size(w * scale) == pytest.approx(ess, rel=1e-12)
     assert rc.effective_sample_size(w.astype(np.float32)) == pytest.approx(ess, rel=1e-6)
     assert 1.0 <= ess <= len(w)
+
+
+# any non-negative weights with a positive one, from subnormal to the largest float
+_WEIGHT = st.one_of(st.just(0.0), st.floats(5e-324, np.finfo(np.float64).max),
+                    st.sampled_from([2.0**600, 2.0**-600, 1e-300, 1e300, 5e-324, 1.0]))
+
+
+@settings(max_examples=200)
+@given(st.lists(_WEIGHT, min_size=1, max_size=30).filter(lambda w: max(w) > 0))
+def test_effective_sample_size_lies_between_1_and_n_for_any_weights(weights):
+    ess = rc.effective_sample_size(weights)
+    assert 1.0 <= ess <= len(weights)
+    # scale-free: multiplying by a power of two changes no ratio between the weights (unless
+    # the product overflows or a weight leaves the normal range)
+    w = np.array(weights)
+    if max(weights) < 2.0**400 and min(x for x in weights if x > 0) > 2.0**-1000:
+        assert rc.effective_sample_size(w * 2.0**600) == pytest.approx(ess, rel=1e-12)
+
+
+@settings(max_examples=50)
+@given(st.lists(st.lists(_WEIGHT, min_size=3, max_size=3).filter(lambda w: max(w) > 0),
+                min_size=1, max_size=4))
+def test_effective_sample_size_of_each_data_set_lies_between_1_and_n(rows):
+    ess = rc.effective_sample_size(np.array(rows))
+    assert ess.shape == (len(rows),) and ((1.0 <= ess) & (ess <= 3.0)).all()
+    assert ess.tolist() == [rc.effective_sample_size(r) for r in rows]
 
 
 def test_effective_sample_size_rejects_bad_weights():

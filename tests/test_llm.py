@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rlcourse as rc
 
@@ -255,6 +257,66 @@ def test_k3_is_nonnegative_property():
     prop()
 
 
+# Properties over any logits and log-probs (issue 12): finite floats up to the largest double,
+# with -inf (a ruled-out token) anywhere but a whole row.
+_BIG = np.finfo(np.float64).max
+_LOGIT = st.one_of(st.floats(-_BIG, _BIG), st.floats(-30.0, 30.0), st.just(-np.inf),
+                   st.sampled_from([_BIG, -_BIG, 1e300, -1e300, 0.0]))
+
+
+@st.composite
+def _logits(draw, batch=2, steps=2, vocab=4):
+    x = np.array(draw(st.lists(_LOGIT, min_size=batch * steps * vocab,
+                               max_size=batch * steps * vocab))).reshape(batch, steps, vocab)
+    dead = np.isneginf(x).all(axis=-1)
+    x[dead, 0] = 0.0  # a row that rules out every token is an error, not a distribution
+    return x
+
+
+@settings(max_examples=60)
+@given(_logits(), _logits())
+def test_exact_kl_is_nonnegative_and_never_nan_for_any_logits(policy, ref):
+    mask = np.ones((2, 3), dtype=bool)
+    kl = rc.exact_kl(policy, ref, mask)
+    assert not np.isnan(kl).any() and (kl >= 0).all()
+    # against itself exactly 0, however extreme (no inf - inf, no 0 * inf)
+    assert (rc.exact_kl(policy, policy, mask) == 0).all()
+    # +inf only where the policy gives mass to a token the reference rules out, or where the
+    # true value overflows
+    if np.isposinf(kl).any():
+        assert np.isneginf(ref).any() or np.abs(np.concatenate([policy, ref])[np.isfinite(
+            np.concatenate([policy, ref]))]).max() > 1e300
+
+
+_LOGP = st.one_of(st.floats(-_BIG, 0.0), st.floats(-1e-6, 0.0), st.floats(-40.0, 0.0))
+
+
+def _near(pair):  # (x, x + delta): where exp(d) - d - 1 rounds below 0 if computed naively
+    x, delta = pair
+    return (x, min(x + delta, 0.0))
+
+
+_PAIR = st.one_of(st.tuples(_LOGP, _LOGP),
+                  st.tuples(st.floats(-20.0, 0.0), st.floats(-1e-5, 1e-5)).map(_near))
+
+
+@settings(max_examples=100)
+@given(st.lists(_PAIR, min_size=1, max_size=20))
+def test_kl_estimators_signs_for_any_log_probs(pairs):
+    """k3 = exp(d) - d - 1 and k2 = d**2 / 2 are >= 0 per sample (never a rounding residue
+    below 0, never NaN), k1 = logp - ref_logp exactly and changes sign with the direction."""
+    logp, ref_logp = np.array(pairs).T
+    with np.errstate(over="ignore"):  # k3 and k2 overflow to +inf where their value does
+        k3 = rc.kl_estimate(logp, ref_logp, "k3")
+        k2 = rc.kl_estimate(logp, ref_logp, "k2")
+    assert not np.isnan(k3).any() and (k3 >= 0).all()
+    assert not np.isnan(k2).any() and (k2 >= 0).all()
+    k1 = rc.kl_estimate(logp, ref_logp, "k1")
+    assert k1.tolist() == (logp - ref_logp).tolist()
+    assert (rc.kl_estimate(ref_logp, logp, "k1") == -k1).all()
+    assert ((k3 == 0) == (logp == ref_logp)).all() or (np.abs(logp - ref_logp) < 1e-7).any()
+
+
 def test_kl_penalized_rewards_by_hand():
     logp = np.array([[-1.0, -2.0, -0.5, 0.0], [-0.3, -0.7, 0.0, 0.0]])
     ref_logp = np.array([[-1.5, -1.0, -0.5, -np.inf], [-0.3, -1.7, 0.0, -np.inf]])
@@ -345,6 +407,22 @@ def test_ppo_validation():
         rc.ppo_clip_loss(logp, logp, logp, mask, aggregate="mean")
 
 
+def test_a_ratio_that_overflows_is_an_error_not_a_silent_nan():
+    """exp(logp - old_logp) at a log-ratio of 800 is inf, and inf * A = NaN where A = 0: an old
+    log-prob of -800 on a sampled token cannot come from the sampling policy (issue 12)."""
+    mask = np.ones((1, 2), dtype=bool)
+    logp, old, adv = np.array([[0.0, -1.0]]), np.array([[-800.0, -1.0]]), np.array([[0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"old_logp: at \(0, 0\) the ratio .* overflows"):
+        rc.ppo_clip_loss(logp, old, adv, mask)
+    with pytest.raises(ValueError, match="old_logp: .* overflows"):
+        rc.grpo_loss(logp, old, logp, adv, mask)
+    with pytest.raises(ValueError, match="old_logp: .* overflows"):  # float32 overflows at 88.7
+        rc.ppo_clip_loss(logp.astype(np.float32), (old / 8).astype(np.float32), adv, mask)
+    # the other way round the ratio is e^-800 = 0: finite, and k3 is taken from the log-ratio
+    result = rc.ppo_clip_loss(old, logp, np.array([[1.0, -1.0]]), mask)
+    assert np.isfinite(float(result.loss)) and result.approx_kl == pytest.approx(399.5)
+
+
 def test_reward_to_go_and_advantages_stay_inside_each_completion():
     rewards = np.array([[0.0, 1.0, 2.0, 5.0], [3.0, 4.0, 0.0, 0.0]])
     mask = np.array([[False, True, True, False], [True, True, False, False]])
@@ -388,7 +466,7 @@ def test_kl_validation():
         rc.exact_kl(np.where(mask[:, 1:, None], np.nan, logits), logits, mask)
     with pytest.raises(ValueError, match="no position is True"):
         rc.exact_kl(logits, logits, np.zeros_like(mask))
-    with pytest.raises(ValueError, match="tokens: values must be < 5"):
+    with pytest.raises(ValueError, match="actions: values must be < 5"):
         rc.sampled_log_ratio(logits, logits, tokens + 5, mask)
     with pytest.raises(ValueError, match="kind"):
         rc.kl_estimate(np.zeros(3), np.zeros(3), kind="k4")

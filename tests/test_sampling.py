@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rlcourse as rc
 
@@ -227,3 +229,69 @@ def test_bad_input_raises_naming_the_argument(logits, kwargs, name):
 def test_rng_must_be_a_generator():
     with pytest.raises(TypeError, match="rng"):
         rc.sample_token(np.zeros(3), 0)
+
+
+# ----------------------------------------------------------------------------- properties
+# Any logits (issue 12): finite floats up to the largest double, with -inf (a masked token)
+# anywhere but a whole row. The most likely token always survives filtering, nothing overflows
+# into NaN or +inf, and a tiny temperature samples the argmax.
+
+_BIG = np.finfo(np.float64).max
+_LOGIT = st.one_of(st.floats(-_BIG, _BIG), st.floats(-30.0, 30.0), st.just(-np.inf),
+                   st.sampled_from([_BIG, -_BIG, 1e300, -1e300, 0.0, 5e-324]))
+_TINY_P = st.one_of(st.floats(5e-324, 1e-9), st.sampled_from([5e-324, 1e-300, 1e-10]))
+_P = st.one_of(_TINY_P, st.floats(1e-9, 1.0))
+_TEMPERATURE = st.one_of(st.floats(5e-324, 1e-300), st.floats(1e-3, 1e3),
+                         st.sampled_from([5e-324, 1e-310, 1e300, _BIG]))
+
+
+@st.composite
+def _logits(draw):
+    rows, vocab = draw(st.integers(1, 3)), draw(st.integers(1, 6))
+    x = np.array(draw(st.lists(_LOGIT, min_size=rows * vocab, max_size=rows * vocab)))
+    x = x.reshape(rows, vocab)
+    x[np.isneginf(x).all(axis=-1), -1] = 0.0  # a row with no possible token is an error
+    return x[0] if draw(st.booleans()) else x
+
+
+def _top(logits):
+    """Each row's most likely token (the first of equal ones), as an index array."""
+    return np.argmax(np.atleast_2d(logits), axis=-1)
+
+
+def _kept_top(logits, out):
+    rows, out = np.atleast_2d(logits), np.atleast_2d(out)
+    assert out.shape == rows.shape and not np.isnan(out).any() and not np.isposinf(out).any()
+    return np.isfinite(out[np.arange(len(rows)), _top(logits)]).all()
+
+
+@settings(max_examples=60)
+@given(_logits(), st.integers(1, 8), _P)
+def test_filtering_always_keeps_the_most_likely_token(logits, k, p):
+    assert _kept_top(logits, rc.top_k_filter(logits, k))
+    assert _kept_top(logits, rc.top_p_filter(logits, p))
+
+
+@settings(max_examples=60)
+@given(_logits(), _TEMPERATURE, st.none() | st.integers(1, 8), st.none() | _P)
+def test_filter_logits_keeps_the_most_likely_token_at_any_temperature(logits, t, k, p):
+    out = rc.filter_logits(logits, temperature=t, top_k=k, top_p=p)
+    assert _kept_top(logits, out)
+    rows = np.atleast_2d(out)
+    assert (rows[np.arange(len(rows)), _top(logits)] == 0).all()  # each row's maximum is 0
+
+
+@settings(max_examples=60)
+@given(_logits(), st.one_of(_TEMPERATURE, st.floats(5e-324, 1e-300)), st.none() | _TINY_P)
+def test_sampling_draws_only_tokens_within_reach_of_the_top_and_the_argmax_at_tiny_temperature(
+        logits, t, p):
+    token = np.atleast_1d(rc.sample_token(logits, np.random.default_rng(0), temperature=t, top_p=p))
+    rows = np.atleast_2d(logits)
+    chosen = rows[np.arange(len(rows)), token]
+    top = rows.max(axis=-1)
+    assert np.isfinite(chosen).all()
+    if p is not None:  # a tiny top_p keeps only the most likely token
+        assert (token == _top(logits)).all()
+    # a token whose tempered logit is below the top's by more than 746 has probability 0
+    with np.errstate(over="ignore"):
+        assert ((top - chosen) / t <= 746).all()

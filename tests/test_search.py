@@ -387,6 +387,50 @@ def test_mcts_on_a_game_that_never_ends_raises_instead_of_hanging():
         rc.mcts(0, *CYCLE, simulations=3, rollout_limit=0)
 
 
+# A game without terminal states whose states never repeat: a counter that only grows.
+ENDLESS = (lambda s: [0, 1], lambda s, a: s + 1 + a, lambda s: False, lambda s: 0.0)
+
+
+def test_a_game_without_terminal_states_ends_with_a_clear_error_after_the_depth_guard():
+    """No cycle to detect and no state seen twice: only the depth guards stop the search."""
+    with pytest.raises(ValueError, match="rollout_limit = 500 .*may never end"):
+        rc.mcts(0, *ENDLESS, simulations=3, rollout_limit=500)
+    with pytest.raises(ValueError, match="depth_limit: .*longer than 2000 moves.*may never end"):
+        rc.minimax_value(0, *ENDLESS, depth_limit=2000)
+    with pytest.raises(ValueError, match="depth_limit"):
+        rc.perfect_action(0, *ENDLESS)  # the default guard, 100,000 moves
+    with pytest.raises(ValueError, match="depth_limit"):
+        rc.minimax_values(0, *ENDLESS, depth_limit=0)
+
+
+def test_the_game_functions_are_checked_where_they_are_used(game):
+    g, fns = game
+    state = after(g, [0, 4, 1, 2])
+    for search in (lambda *a: rc.mcts(*a, simulations=20), rc.minimax_value):
+        with pytest.raises(TypeError, match="legal_actions: expected a function"):
+            search(state, g, g.apply, g.is_terminal, g.reward)  # the game, not its method
+        with pytest.raises(TypeError, match=r"state: is_terminal\(state\) failed"):
+            search("X.O......", *fns)
+        with pytest.raises(ValueError, match="state: expected a board of 9 cells"):
+            search(rc.TicTacToeState((0,) * 8, 1), *fns)
+        with pytest.raises(TypeError, match="apply: returned None"):
+            search(state, g.legal_actions, lambda s, a: None, g.is_terminal, g.reward)
+        with pytest.raises(TypeError, match="reward: expected a number"):
+            search(state, *fns[:3], lambda s: "win")
+        with pytest.raises(ValueError, match="legal_actions: returned no actions.*is_terminal"):
+            search(state, *fns[:2], lambda s: False, g.reward)
+        with pytest.raises(TypeError, match="is_terminal: expected True or False"):
+            search(state, *fns[:2], lambda s: "no", g.reward)
+    with pytest.raises(ValueError, match="apply: the game has a cycle"):
+        rc.minimax_value(state, g.legal_actions, lambda s, a: s, g.is_terminal, g.reward)
+    with pytest.raises(TypeError, match="cache"):
+        rc.minimax_value(state, *fns, cache=[])
+    with pytest.raises(TypeError, match="rng"):
+        rc.perfect_action(state, *fns, rng=0)
+    with pytest.raises(TypeError, match="two_player"):
+        rc.mcts(state, *fns, simulations=5, two_player="False")
+
+
 def test_mcts_on_a_very_deep_game_does_not_recurse():
     """A single line of 50,000 moves, far past Python's recursion limit: selection, rollout
     and backup are loops, so the search only costs time."""

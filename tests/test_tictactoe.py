@@ -94,6 +94,14 @@ def test_illegal_moves_raise():
         game.apply(won, 5)
 
 
+def test_a_state_that_is_not_a_tic_tac_toe_state_is_refused():
+    for board in ((0,) * 8, (0,) * 8 + (2,), (0,) * 8 + ("x",)):
+        with pytest.raises(ValueError, match="state: expected a board of 9 cells"):
+            game.is_terminal(TicTacToeState(board, 1))
+    with pytest.raises(ValueError, match="state: expected player 1"):
+        game.apply(TicTacToeState((0,) * 9, 2), 4)
+
+
 def test_render():
     assert game.render(play([0, 4])) == "X . .\n. O .\n. . ."
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_float_array, check_shape
-from .tokens import _check_logits, _check_mask, sequence_log_prob
+from ._checks import as_bool_array, as_float_array, check_nonnegative, check_shape
+from .tokens import _check_logits, _check_mask, _check_tokens, sequence_log_prob
 
 __all__ = ["exact_kl", "sampled_log_ratio", "kl_estimate", "kl_penalized_rewards"]
 
@@ -37,11 +37,17 @@ def exact_kl(policy_logits, ref_logits, mask):
     """
     pv = _check_logits_pair(policy_logits, ref_logits)
     mask = _check_mask(mask, (pv.shape[0], pv.shape[1] + 1))
-    lp, lr = ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
-    possible = np.isfinite(pv)  # a token the policy rules out adds exactly 0, never 0 * -inf
-    diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
-    per_position = ad.sum(ad.where(possible, ad.exp(lp) * diff, 0.0), axis=-1)
-    return ad.sum(ad.where(mask[:, 1:], per_position, 0.0), axis=1)
+    with np.errstate(over="ignore"):  # logits 1e308 apart: a probability of 0, a KL of +inf
+        lp, lr = ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
+        # a token the policy never takes adds exactly 0, never 0 * inf
+        possible = np.exp(ad.stop_gradient(lp)) > 0
+        diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
+        per_position = ad.sum(ad.where(possible, ad.exp(lp) * diff, 0.0), axis=-1)
+        kl = ad.sum(ad.where(mask[:, 1:], per_position, 0.0), axis=1)
+    # a sum of terms of both signs can round below 0 (by ~1e-16); the value is lifted to 0,
+    # the gradient is left as it is
+    value = np.asarray(ad.stop_gradient(kl))
+    return kl + np.where(value < 0, -value, 0.0)
 
 
 def sampled_log_ratio(policy_logits, ref_logits, actions, mask):
@@ -52,7 +58,9 @@ def sampled_log_ratio(policy_logits, ref_logits, actions, mask):
     ``pi``, but a single sequence's value can be negative, because the sampled token can be
     likelier under ``ref`` than under ``pi``.
     """
-    _check_logits_pair(policy_logits, ref_logits)
+    pv = _check_logits_pair(policy_logits, ref_logits)
+    actions = _check_tokens(pv, actions, "policy_logits", name="actions")
+    _check_mask(mask, actions.shape, against="actions")
     return sequence_log_prob(policy_logits, actions, mask) - sequence_log_prob(ref_logits, actions, mask)
 
 
@@ -113,6 +121,10 @@ def kl_estimate(logp, ref_logp, kind: str = "k1", *, old_logp=None):
         est = 0.5 * d * d
     else:
         est = ad.exp(d) - d - 1.0
+        # for |d| < 1e-4 or so, exp(d) - d - 1 can round below 0 (by ~1e-16); the value is
+        # lifted to 0, the gradient is left as it is
+        value = np.asarray(ad.stop_gradient(est))
+        est = est + np.where(value < 0, -value, 0.0)
     if old_logp is None:
         return est
     op = _log_prob_values("old_logp", old_logp)
@@ -153,9 +165,7 @@ def kl_penalized_rewards(scores, logp, ref_logp, mask, beta: float = 0.05, kind:
     mask = _check_token_mask(mask, lp.shape)
     scores = as_float_array("scores", scores, ndim=1)
     check_shape("scores", scores, lp.shape[:1], "logp's batch")
-    beta = float(beta)
-    if not (np.isfinite(beta) and beta >= 0):
-        raise ValueError(f"beta: expected a finite number >= 0, got {beta}")
+    beta = check_nonnegative("beta", beta)
     last = _last_true(mask)
     # padding log-probs may be -inf; they are replaced before any arithmetic
     kl = np.asarray(kl_estimate(np.where(mask, lp, 0.0), np.where(mask, rp, 0.0), kind))

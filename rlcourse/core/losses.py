@@ -23,7 +23,15 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_float_array, check_count, check_nonnegative, check_shape
+from ._checks import (
+    as_bool_array,
+    as_float_array,
+    check_choice,
+    check_count,
+    check_flag,
+    check_nonnegative,
+    check_shape,
+)
 from .kl import _check_token_mask, _log_prob_values, _same_shape_values, kl_estimate
 
 __all__ = [
@@ -104,8 +112,7 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
         adv = np.broadcast_to(adv[:, None], lp.shape)
     check_shape("advantages", adv, lp.shape, "logp (or [B], one per sequence)")
     clip = _unit_open("clip", clip)
-    if aggregate not in ("token", "sequence"):
-        raise ValueError(f"aggregate: expected 'token' or 'sequence', got {aggregate!r}")
+    aggregate = check_choice("aggregate", aggregate, ("token", "sequence"))
     counts = mask.sum(axis=1)
     if aggregate == "sequence" and (counts == 0).any():
         raise ValueError(
@@ -116,6 +123,7 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     adv = np.where(mask, adv, 0.0).astype(dtype)
     # padding log-probs may be -inf on both sides; replace them before subtracting
     log_ratio = ad.where(mask, logp, 0.0) - np.where(mask, old, 0.0).astype(dtype)
+    _check_log_ratio(ad.stop_gradient(log_ratio))
     ratio = ad.exp(log_ratio)
     objective = ad.where(mask, ppo_clip_objective(ratio, adv, clip), 0.0)
     if aggregate == "token":
@@ -127,6 +135,20 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip: float = 0.2, aggregate
     # k3 from the log-ratio itself: finite even where the ratio underflows to 0
     approx_kl = float(np.mean(kl_estimate(np.zeros_like(log_r[mask]), log_r[mask], "k3")))
     return PPOClipResult(loss, clip_fraction, approx_kl)
+
+
+def _check_log_ratio(log_ratio) -> None:
+    """Raise where ``exp(logp - old_logp)`` would overflow (float64: a log-ratio above 709.8):
+    the sampling policy would have drawn a token of probability below 1e-308 times the current
+    one's, which logged data cannot hold; its clipped objective would be inf or NaN."""
+    log_ratio = np.asarray(log_ratio)
+    top = np.log(np.finfo(log_ratio.dtype).max)
+    if (log_ratio > top).any():
+        where = tuple(int(i) for i in np.argwhere(log_ratio > top)[0])
+        raise ValueError(
+            f"old_logp: at {where} the ratio exp(logp - old_logp) = exp({log_ratio[where]:.4g}) "
+            "overflows; a token that was sampled cannot have had so small a probability under "
+            "the sampling policy (are old_logp that policy's log-probs of these tokens?)")
 
 
 def huber(x, delta: float = 1.0):
@@ -362,15 +384,25 @@ def aggregate_token_loss(per_token, mask, loss_type: str = "dapo", max_completio
     ``per_token`` may be traced (the result then is); entries where ``mask`` is False never
     enter, whatever they hold. Every completion needs an action token for ``"grpo"``.
     """
-    if loss_type not in _AGGREGATES:
-        raise ValueError(f"aggregate: expected one of {sorted(_AGGREGATES)} (TRL's loss_type), got "
-                         f"{loss_type!r}")
-    kind = _AGGREGATES[loss_type]
+    loss_type = check_choice("loss_type", loss_type, _AGGREGATES)
     mask = as_bool_array("mask", mask)
-    shape = np.shape(ad.stop_gradient(per_token))
-    if mask.shape != shape or len(shape) != 2:
-        raise ValueError(f"mask: expected shape {shape} (the shape of the per-token loss, [B, T]), "
-                         f"got {mask.shape}")
+    values = np.asarray(ad.stop_gradient(per_token))
+    if values.dtype == object or values.dtype.kind not in "biuf":
+        raise TypeError(f"per_token: expected a real numeric array, got dtype {values.dtype}")
+    if values.ndim != 2:
+        raise ValueError(f"per_token: expected shape [B, T], got {values.shape}")
+    check_shape("mask", mask, values.shape, "per_token")
+    bad = ~np.isfinite(values) & mask
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"per_token: expected finite values on action tokens (mask True), got "
+                         f"{values[where]} at {where}")
+    return _aggregate(per_token, mask, _AGGREGATES[loss_type], max_completion_length)
+
+
+def _aggregate(per_token, mask: np.ndarray, kind: str, max_completion_length):
+    """``aggregate_token_loss`` after its checks of ``per_token`` (``grpo_loss`` checked its
+    inputs; an overflowing k3 there is the KL's true size, not bad input)."""
     counts = mask.sum(axis=1)
     if not counts.any():
         raise ValueError("mask: every entry is False; there are no action tokens")
@@ -433,12 +465,9 @@ def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_
     ``use_bias_correction_kl`` (TRL's default since 2026): its expected gradient is that of
     ``KL(pi || ref)``. ``kl_coef = 0.04`` as in DeepSeekMath; 0 drops the term.
     """
-    kl_coef = float(kl_coef)
-    if not (np.isfinite(kl_coef) and kl_coef >= 0):
-        raise ValueError(f"kl_coef: expected a finite number >= 0, got {kl_coef}")
-    if aggregate not in _AGGREGATES:
-        raise ValueError(f"aggregate: expected one of {sorted(_AGGREGATES)} (TRL's loss_type), got "
-                         f"{aggregate!r}")
+    kl_coef = check_nonnegative("kl_coef", kl_coef)
+    aggregate = check_choice("aggregate", aggregate, _AGGREGATES)
+    kl_correction = check_flag("kl_correction", kl_correction)
     mask = as_bool_array("mask", mask)
     lp, old = _same_shape_values(logp, old_logp, mask, "old_logp")
     if lp.ndim != 2:
@@ -450,21 +479,20 @@ def grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip: float = 0.2, kl_
     if adv.shape == lp.shape[:1]:
         adv = np.broadcast_to(adv[:, None], lp.shape)
     check_shape("advantages", adv, lp.shape, "logp (or [B], one per sequence)")
-    clip = float(clip)
-    if not 0.0 < clip < 1.0:
-        raise ValueError(f"clip: expected a number in (0, 1), got {clip}")
+    clip = _unit_open("clip", clip)
     dtype = lp.dtype
     adv = np.where(mask, adv, 0.0).astype(dtype)
     # padding log-probs may be -inf; they are replaced before any arithmetic
     logp_in = ad.where(mask, logp, 0.0)
     log_ratio = logp_in - np.where(mask, old, 0.0).astype(dtype)
+    _check_log_ratio(ad.stop_gradient(log_ratio))
     ratio = ad.exp(log_ratio)
     surrogate = -ppo_clip_objective(ratio, adv, clip)
     k3 = kl_estimate(logp_in, np.where(mask, ref, 0.0).astype(dtype), kind="k3")
     if kl_correction:
         k3 = ratio * k3
-    policy = aggregate_token_loss(surrogate, mask, aggregate, max_completion_length)
-    kl = aggregate_token_loss(k3, mask, aggregate, max_completion_length)
+    policy = _aggregate(surrogate, mask, _AGGREGATES[aggregate], max_completion_length)
+    kl = _aggregate(k3, mask, _AGGREGATES[aggregate], max_completion_length)
     loss = policy + kl_coef * kl
     log_r = np.asarray(ad.stop_gradient(log_ratio))[mask]
     clip_fraction = float(np.mean(np.abs(np.exp(log_r) - 1.0) > clip))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_count, check_logits, real_scalar
+
 __all__ = ["top_k_filter", "top_p_filter", "filter_logits", "sample_token"]
 
 
@@ -20,8 +22,7 @@ def top_k_filter(logits, k: int) -> np.ndarray:
     logits of the input's shape with the others set to ``-inf``.
     """
     x = _check_logits(logits)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"top_k: expected an integer >= 1, got {k!r}")
+    k = check_count("k", k)
     if k >= x.shape[-1]:
         return x.copy()
     # the k-th largest value of each row (partition avoids a full sort)
@@ -32,10 +33,10 @@ def top_k_filter(logits, k: int) -> np.ndarray:
 def top_p_filter(logits, p: float) -> np.ndarray:
     """Keep the smallest set of most likely tokens whose total probability reaches ``p``.
 
-    Tokens are ranked by probability (equal ones by lower id first); a token is kept when the
-    mass of the tokens ranked before it is still below ``p``, so the most likely token is always
-    kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero probability.
-    Returns float logits of the input's shape with the others set to ``-inf``.
+    Tokens are ranked by probability, i.e. by logit (equal ones by lower id first); a token is
+    kept when the mass of the tokens ranked before it is still below ``p``, so the most likely
+    token is always kept and the kept mass is >= ``p``. ``p = 1`` keeps every token of nonzero
+    probability. Returns float logits of the input's shape with the others set to ``-inf``.
 
     Ties: a set whose mass equals ``p`` already reaches it, so the next token is dropped; a mass
     within 1e-9 of ``p`` counts as equal, since a floating-point sum can land on either side.
@@ -45,13 +46,13 @@ def top_p_filter(logits, p: float) -> np.ndarray:
     an exact tie (``tests/test_sampling.py`` compares the two).
     """
     x = _check_logits(logits)
-    p = float(p)
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p: expected a number in (0, 1], got {p}")
+    p = _check_top_p("p", p)
     if p == 1.0:
         return x.copy()
     probs = _softmax(x)
-    order = np.argsort(-probs, axis=-1, kind="stable")
+    # ranked by logit: two logits a rounding apart can have equal float probabilities, and the
+    # larger one is still the more likely token
+    order = np.argsort(-x, axis=-1, kind="stable")
     ranked = np.take_along_axis(probs, order, axis=-1)
     mass_before = np.cumsum(ranked, axis=-1) - ranked
     # a small slack so that a set whose mass equals p up to rounding counts as reaching it
@@ -73,7 +74,11 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
     so that its maximum is 0 (which changes no probability).
     """
     x = _check_logits(logits)
-    temperature = float(temperature)
+    temperature = real_scalar("temperature", temperature)
+    if top_k is not None:
+        check_count("top_k", top_k)
+    if top_p is not None:
+        _check_top_p("top_p", top_p)
     if not temperature > 0.0 or not np.isfinite(temperature):
         raise ValueError(
             f"temperature: expected a finite number > 0, got {temperature} "
@@ -112,23 +117,24 @@ def sample_token(logits, rng: np.random.Generator, temperature: float = 1.0,
 
 
 def _check_logits(logits) -> np.ndarray:
-    """Logits as float64 [V] or [B, V]; NaN, +inf and an all -inf row are errors."""
+    """Logits as float64 [V] or [B, V], by the rule of ``check_logits``: NaN, +inf and an
+    all -inf row are errors."""
     x = np.asarray(logits)
-    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) and x.dtype.kind != "c"):
-        raise TypeError(f"logits: expected a real numeric array, got dtype {x.dtype}")
-    x = x.astype(np.float64)
-    if x.ndim not in (1, 2) or x.shape[-1] == 0:
+    if x.dtype.kind in "biuf" and x.ndim not in (1, 2):
         raise ValueError(f"logits: expected shape [V] or [B, V] with V >= 1, got {x.shape}")
-    bad = np.isnan(x) | np.isposinf(x)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"logits: expected no NaN or +inf, got {x[where]} at index {where}")
-    if np.isneginf(x).all(axis=-1).any():
-        raise ValueError("logits: a row is -inf everywhere; no token has nonzero probability")
-    return x
+    return check_logits("logits", x).astype(np.float64)
+
+
+def _check_top_p(name: str, p) -> float:
+    p = real_scalar(name, p)
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"{name}: expected a number in (0, 1], got {p}")
+    return p
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax along the last axis; -inf logits get probability exactly 0."""
-    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    """Softmax along the last axis; -inf logits get probability exactly 0, and so do logits
+    more than the largest float below the maximum (the difference overflows to -inf)."""
+    with np.errstate(over="ignore"):
+        z = np.exp(x - x.max(axis=-1, keepdims=True))
     return z / z.sum(axis=-1, keepdims=True)

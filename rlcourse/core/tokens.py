@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, as_int_array, check_logits, check_shape
+from ._checks import as_bool_array, as_int_array, check_count, check_logits, check_shape
 
 __all__ = ["token_log_probs", "sequence_log_prob", "completion_mask"]
 
@@ -34,22 +34,24 @@ def _check_logits(name: str, logits) -> np.ndarray:
     return value
 
 
-def _check_tokens(logits_value: np.ndarray, tokens, logits_name: str = "logits") -> np.ndarray:
-    """``tokens`` ``[B, L]`` in ``[0, V)`` whose shape fits logits ``[B, L-1, V]``."""
+def _check_tokens(logits_value: np.ndarray, tokens, logits_name: str = "logits",
+                  name: str = "tokens") -> np.ndarray:
+    """``tokens`` ``[B, L]`` in ``[0, V)`` whose shape fits logits ``[B, L-1, V]``; errors
+    name the argument ``name``."""
     batch, steps, vocab = logits_value.shape
-    tokens = as_int_array("tokens", tokens, low=0, high=vocab)
+    tokens = as_int_array(name, tokens, low=0, high=vocab)
     if tokens.ndim != 2 or tokens.shape != (batch, steps + 1):
         raise ValueError(
-            f"tokens: expected shape {(batch, steps + 1)} (one more position than {logits_name} "
+            f"{name}: expected shape {(batch, steps + 1)} (one more position than {logits_name} "
             f"{logits_value.shape}, because logits[:, t] predicts tokens[:, t+1]), got {tokens.shape}"
         )
     return tokens
 
 
-def _check_mask(mask, tokens_shape: tuple) -> np.ndarray:
+def _check_mask(mask, tokens_shape: tuple, against: str = "tokens") -> np.ndarray:
     """``mask`` ``[B, L]`` as bools, with at least one counted token (``mask[:, 1:]``) per row."""
     mask = as_bool_array("mask", mask)
-    check_shape("mask", mask, tokens_shape, "tokens")
+    check_shape("mask", mask, tokens_shape, against)
     counted = mask[:, 1:].sum(axis=1)
     if not counted.any():
         raise ValueError("mask: no position is True in mask[:, 1:]; there are no action tokens to score")
@@ -98,6 +100,7 @@ def completion_mask(tokens, prompt_len, eos: int = 2) -> np.ndarray:
     position from ``prompt_len`` on is True.
     """
     tokens = as_int_array("tokens", tokens, low=0)
+    eos = check_count("eos", eos, low=0)
     if tokens.ndim != 2:
         raise ValueError(f"tokens: expected shape [B, L], got {tokens.shape}")
     batch, length = tokens.shape

@@ -26,6 +26,7 @@ _NEXT: dict[tuple, TicTacToeState] = {}  # (state, action) -> the state after th
 def _winner(board: tuple) -> int:
     w = _WINNER.get(board)
     if w is None:
+        _check_board(board)
         w = 0
         for i, j, k in LINES:
             if board[i] != 0 and board[i] == board[j] == board[k]:
@@ -33,6 +34,13 @@ def _winner(board: tuple) -> int:
                 break
         _WINNER[board] = w
     return w
+
+
+def _check_board(board) -> None:
+    """A board seen for the first time: a tuple of 9 cells, each 1, -1 or 0."""
+    if type(board) is not tuple or len(board) != 9 or any(v not in (1, -1, 0) for v in board):
+        raise ValueError(f"state: expected a board of 9 cells, each 1 (X), -1 (O) or 0 (empty), "
+                         f"got {board!r}")
 
 
 def _empty(board: tuple) -> tuple:
@@ -89,6 +97,8 @@ class TicTacToe:
         board = state.board
         if _winner(board) != 0 or not _empty(board):
             raise ValueError(f"action {action}: the game is over, no move is legal")
+        if state.player not in (1, -1):
+            raise ValueError(f"state: expected player 1 (X) or -1 (O) to move, got {state.player!r}")
         if board[action] != 0:
             raise ValueError(
                 f"action {action}: cell is taken by {_SYMBOL[board[action]]}; "

@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count, check_nonnegative
+from ..core._checks import as_float_array, as_rng, check_count, check_flag, check_nonnegative
+from ._game import applied, check_game, game_reward, legal_list, no_moves
 
 __all__ = ["MCTSResult", "uct_score", "puct_score", "mcts"]
 
@@ -35,14 +36,13 @@ class MCTSResult(NamedTuple):
 
 def _check_children(mean_values, visits, parent_visits, c):
     q = as_float_array("mean_values", mean_values, ndim=1)
-    n = np.asarray(visits, dtype=np.float64)
+    n = as_float_array("visits", visits).astype(np.float64)
     if n.shape != q.shape:
         raise ValueError(f"visits: expected shape {q.shape} (the shape of mean_values), "
                          f"got {n.shape}")
     if (n < 0).any():
         raise ValueError(f"visits: expected counts >= 0, got {n.min()}")
-    if parent_visits < 0:
-        raise ValueError(f"parent_visits: expected a count >= 0, got {parent_visits}")
+    check_count("parent_visits", parent_visits, low=0)
     check_nonnegative("c", c)
     return q, n
 
@@ -170,7 +170,9 @@ def mcts(
     so only a rollout can run forever. Without ``rollout_depth``, a rollout that has not reached
     a terminal state after ``rollout_limit`` moves raises ``ValueError`` (a cyclic game, or one
     far longer than expected): pass ``rollout_depth`` and a ``reward`` that scores the state
-    where it stops. ``reward`` must be finite (a NaN or an infinite value is an error).
+    where it stops. ``reward`` must be finite (a NaN or an infinite value is an error), and
+    ``apply`` must return the new state (None, from a function that changed the state in place,
+    is an error).
 
     Defaults: 2000 simulations and ``c = 2`` (for values in ``[-1, 1]``) play tic-tac-toe
     perfectly: at every position where it is to move in any game it can play from the start,
@@ -182,16 +184,17 @@ def mcts(
     same result. The chosen action is the most visited one (ties: first in legal order).
     """
     simulations = check_count("simulations", simulations)
-    if not (c >= 0 and math.isfinite(c)):
-        raise ValueError(f"c: expected a finite exploration constant >= 0, got {c}")
+    c = check_nonnegative("c", c)
     if rollout_depth is not None:
         rollout_depth = check_count("rollout_depth", rollout_depth, low=0)
     rollout_limit = check_count("rollout_limit", rollout_limit)
+    rng = as_rng(seed)
+    two_player = check_flag("two_player", two_player)
     if prior is not None and not callable(prior):
         raise TypeError(f"prior: expected a function state -> probabilities, got {prior!r}")
-    if is_terminal(state):
+    if check_game(state, legal_actions, apply, is_terminal, reward):
         raise ValueError("state: the root state is terminal; there is no move to search for")
-    draw = _Uniforms(np.random.default_rng(seed))
+    draw = _Uniforms(rng)
     root = _make_node(state, legal_actions, is_terminal, prior)
     sign = -1.0 if two_player else 1.0
 
@@ -221,12 +224,7 @@ def mcts(
 def _make_node(state, legal_actions, is_terminal, prior=None) -> _Node:
     if is_terminal(state):
         return _Node(state, True, [], None if prior is None else [])
-    actions = list(legal_actions(state))
-    if not actions:
-        raise ValueError(
-            "legal_actions: returned no actions for a state that is_terminal says is not "
-            f"terminal: {state!r}"
-        )
+    actions = legal_list(legal_actions, state)
     if prior is None:
         return _Node(state, False, actions)
     return _Node(state, False, actions, _check_prior(prior(state), len(actions), state))
@@ -251,7 +249,8 @@ def _select_and_expand(root, c, draw, legal_actions, apply, is_terminal) -> list
         path.append(node)
     if node.untried:
         action = node.untried.pop(draw.index(len(node.untried)))
-        child = _make_node(apply(node.state, action), legal_actions, is_terminal)
+        child = _make_node(applied(apply(node.state, action), node.state, action), legal_actions,
+                           is_terminal)
         node.actions.append(action)
         node.children.append(child)
         path.append(child)
@@ -289,8 +288,10 @@ def _select_and_expand_puct(root, c, legal_actions, apply, is_terminal, prior) -
                 best, best_score = i, score
         kid = node.children[best]
         if kid is None:
-            kid = node.children[best] = _make_node(apply(node.state, node.actions[best]),
-                                                   legal_actions, is_terminal, prior)
+            action = node.actions[best]
+            kid = node.children[best] = _make_node(
+                applied(apply(node.state, action), node.state, action), legal_actions, is_terminal,
+                prior)
             path.append(kid)
             return path
         node = kid
@@ -307,20 +308,17 @@ def _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, depth, two_p
         if depth is None and moves == limit:
             raise ValueError(
                 f"rollout: no terminal state after rollout_limit = {limit} random moves from "
-                f"{leaf.state!r}; the game may never end (a cycle). Pass rollout_depth, with a "
-                "reward that scores the state where the rollout stops")
+                f"{leaf.state!r}; the game (apply, is_terminal) may never end (a cycle). Pass "
+                "rollout_depth, with a reward that scores the state where the rollout stops")
         actions = legal_actions(state)
         if not actions:
-            raise ValueError(
-                "legal_actions: returned no actions for a state that is_terminal says is not "
-                f"terminal: {state!r}"
-            )
-        state = apply(state, actions[draw.index(len(actions))])
+            raise no_moves(state)
+        action = actions[draw.index(len(actions))]
+        child = apply(state, action)
+        state = child if child is not None else applied(child, state, action)
         terminal = is_terminal(state)
         moves += 1
-    value = float(reward(state))
-    if not math.isfinite(value):
-        raise ValueError(f"reward: expected a finite value, got {value} for state {state!r}")
+    value = game_reward(reward, state)
     # reward is for whoever made the last move; after an odd number of rollout moves that is
     # the opponent of the player who moved into the leaf
     return -value if two_player and moves % 2 == 1 else value
