@@ -267,8 +267,26 @@ def test_bad_arguments_raise():
                     np.zeros(2), np.zeros(3))
     nan_params = ad.tree_map(lambda p: p.copy(), params)
     nan_params["actor"][2]["w"][0, 0] = np.nan
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(ValueError, match=r"params\['actor'\]\[2\]\['w'\]"):  # at the cause
         rc.collect_rollout(env, model, nan_params, env.reset(seed=0), 2, np.random.default_rng(0))
+    # a network that diverges between checks still cannot sample: NaN logits raise
+    nan_model = lambda p, obs: (model(p, obs)[0] * np.nan, model(p, obs)[1])  # noqa: E731
+    with pytest.raises(ValueError, match="logits"):
+        rc.collect_rollout(env, nan_model, params, env.reset(seed=0), 2, np.random.default_rng(0))
+
+
+def test_nan_params_propagate_through_a_loss_called_directly():
+    """A loss is maths: NaN weights give a NaN loss (never a silently finite one); the trainers
+    and value_and_grad refuse them before any loss is computed."""
+    model, params = rc.make_actor_critic(4, 2, hidden=(4,), seed=0)
+    params["critic"][0]["w"][0, 0] = np.nan
+    obs, actions, data = np.ones((3, 4)), np.array([0, 1, 0]), np.zeros(3)
+    loss, stats = rc.ppo_loss(params, model, obs, actions, data - 1.0, data, data)
+    assert np.isnan(float(rc.stop_gradient(loss))) and np.isnan(stats["value_loss"])
+    loss, _ = rc.actor_critic_loss(params, model, obs, actions, data, data)
+    assert np.isnan(float(rc.stop_gradient(loss)))
+    with pytest.raises(ValueError, match=r"params\['critic'\]"):
+        ad.value_and_grad(rc.ppo_loss)(params, model, obs, actions, data - 1.0, data, data)
 
 
 # ---- learning: thresholds from the task (CartPole-v1 is capped at 500)

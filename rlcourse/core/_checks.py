@@ -7,7 +7,7 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits", "real_scalar"]
+           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_float_dtype"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -173,3 +173,28 @@ def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{name}: the row at {where} is -inf everywhere; no choice would have "
                          "nonzero probability")
     return arr
+
+
+def check_flag(name: str, value, none_ok: bool = False) -> bool | None:
+    """``value`` as a bool: True or False (numpy bools too; ``None`` too if ``none_ok``).
+
+    Anything else is refused: a string such as ``"False"`` is truthy and would silently turn the
+    setting on."""
+    if value is None and none_ok:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        expected = "True, False or None" if none_ok else "True or False"
+        raise TypeError(f"{name}: expected {expected}, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_float_dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` as a floating-point ``np.dtype`` (e.g. ``np.float32``); integer dtypes would
+    truncate every update and complex ones are not real numbers."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind != "f":
+        raise TypeError(f"{name}: expected a floating-point dtype such as np.float32, got {dtype!r}")
+    return dt
