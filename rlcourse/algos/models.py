@@ -16,8 +16,14 @@ __all__ = ["make_actor_critic", "actor_critic_model"]
 
 def actor_critic_model(params: dict, obs):
     """``(logits [B, A], values [B])`` from separate ``params["actor"]`` and ``params["critic"]`` MLPs."""
-    _check_inputs(params, obs)
-    return mlp(params["actor"], obs), ad.reshape(mlp(params["critic"], obs), (-1,))
+    try:
+        logits, values = mlp(params["actor"], obs), mlp(params["critic"], obs)
+    except (KeyError, TypeError, ValueError, IndexError):
+        _check_inputs(params, obs)  # names what does not fit: params or obs
+        raise
+    if _dtype(logits).kind != "f" or _dtype(values).kind != "f":  # complex params or obs
+        _check_inputs(params, obs)
+    return logits, ad.reshape(values, (-1,))
 
 
 def _check_inputs(params, obs) -> None:
@@ -38,17 +44,21 @@ def _check_inputs(params, obs) -> None:
                 raise ValueError(f"params[{net!r}][{i}]: expected a layer {{'w': ..., 'b': ...}}, "
                                  f"got {layer if not isinstance(layer, dict) else sorted(layer)}")
             for key in ("w", "b"):
-                kind = np.asarray(ad.stop_gradient(layer[key])).dtype.kind
-                if kind not in "biuf":
+                if _dtype(layer[key]).kind not in "biuf":
                     raise TypeError(f"params[{net!r}][{i}][{key!r}]: expected real numbers, got "
-                                    f"dtype {np.asarray(ad.stop_gradient(layer[key])).dtype}")
-    kind = np.asarray(ad.stop_gradient(obs)).dtype.kind
-    if kind not in "biuf":
-        raise TypeError(f"obs: expected real numbers, got dtype {np.asarray(obs).dtype}")
+                                    f"dtype {_dtype(layer[key])}")
+    if _dtype(obs).kind not in "biuf":
+        raise TypeError(f"obs: expected real numbers, got dtype {_dtype(obs)}")
     size = np.shape(ad.stop_gradient(params["actor"][0]["w"]))[0]
     if np.ndim(obs) < 1 or np.shape(obs)[-1] != size:
         raise ValueError(f"obs: expected [B, {size}] (the input size of params), got shape "
                          f"{np.shape(obs)}")
+
+
+def _dtype(x) -> np.dtype:
+    """The dtype of an array or a traced value (without converting it), else of ``asarray(x)``."""
+    dtype = getattr(x, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) else np.asarray(x).dtype
 
 
 def make_actor_critic(obs_dim: int, num_actions: int, hidden=(64, 64), seed=0, dtype=np.float32):
