@@ -318,7 +318,8 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     grad_fn = ad.value_and_grad(_loss)
     obs = env.reset(seed=seed)
     model_output(model, current, obs, "actor_critic" if critic_baseline else "logits",
-                 env.num_actions, "env's observations")
+                 env.num_actions, "env's observations", "; REINFORCE's model returns logits "
+                 "only, or (logits, values) with baseline='value'")
     while log.steps < total_steps:
         b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, current, rng, obs)
         log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))

@@ -329,33 +329,36 @@ _MODEL_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
 def model_output(model, params, obs, expect: str, num_actions: int | None = None,
-                 source: str = "obs"):
+                 source: str = "obs", hint: str = ""):
     """``model(params, obs)``, checked: a failure inside the model (params that do not fit the
     observations, a missing key) and an output of the wrong structure or shape raise an error
     naming ``model``, ``params`` and where the observations came from (``source``), rather
     than an internal name. ``expect`` is a key of ``_OUTPUTS``; ``num_actions`` (the env's)
-    fixes ``A``. Returns the output (for ``logits_or_pair``: the logits)."""
+    fixes ``A``; ``hint`` is added to an error about the output. Returns the output (for
+    ``logits_or_pair``: the logits)."""
     if not callable(model):
         raise TypeError(f"model: expected a function (params, obs) -> {_OUTPUTS[expect]}, got "
                         f"{type(model).__name__}")
     try:
         out = model(params, obs)
     except _MODEL_ERRORS as err:
+        named = str(err).startswith(("params", "obs"))  # the model's own check said which
         raise ValueError(f"model(params, obs) failed on {source} of shape {np.shape(obs)}: "
-                         f"{type(err).__name__}: {err} (do params fit {source}?)") from err
+                         f"{type(err).__name__}: {err}"
+                         f"{'' if named else f' (do params fit {source}?)'}") from err
     batch = np.shape(obs)[0] if np.ndim(obs) else None
     pair = isinstance(out, tuple)
     logits = out[0] if pair and expect == "logits_or_pair" else out
     if expect == "actor_critic":
         if not (pair and len(out) == 2):
             got = f"a tuple of {len(out)}" if pair else f"an array of shape {_shape(out)}"
-            raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got {got}")
+            raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got {got}{hint}")
         logits, values = out
         if _shape(values) != (batch,):
             raise ValueError(f"model(params, obs): expected values of shape {(batch,)} ([B] for "
                              f"{source} of shape {np.shape(obs)}), got {_shape(values)}")
     elif pair and expect != "logits_or_pair" or isinstance(logits, (tuple, list)):
-        raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got a tuple")
+        raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got a tuple{hint}")
     kind = np.result_type(stop_gradient(logits)).kind
     if kind not in "biuf":
         raise TypeError(f"model(params, obs): expected real outputs, got dtype "
@@ -366,7 +369,8 @@ def model_output(model, params, obs, expect: str, num_actions: int | None = None
         expected = (batch, "A") if num_actions is None else (batch, num_actions)
         of_env = "" if num_actions is None else f" (num_actions = {num_actions} of env)"
         raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]} with shape "
-                         f"{expected}{of_env} for {source} of shape {np.shape(obs)}, got {shape}")
+                         f"{expected}{of_env} for {source} of shape {np.shape(obs)}, got "
+                         f"{shape}{hint}")
     return logits if expect == "logits_or_pair" else out
 
 
