@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 from .algos.actor_critic import *  # noqa: E402,F401,F403
 from .algos.dqn import *  # noqa: E402,F401,F403
 from .algos.dqn_diagnostics import *  # noqa: E402,F401,F403
+from .algos.dqn_sweep import *  # noqa: E402,F401,F403
 from .algos.evaluate import *  # noqa: E402,F401,F403
 from .algos.models import *  # noqa: E402,F401,F403
 from .algos.ppo import *  # noqa: E402,F401,F403
@@ -73,6 +74,8 @@ __all__ = [
     "actor_critic", "actor_critic_loss", "A2C_CARTPOLE",
     # algos.dqn
     "ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss",
+    # algos.dqn_sweep
+    "dqn_sweep",
     # algos.dqn_diagnostics
     "action_gap", "relative_change", "greedy_flips", "value_ceiling", "overestimation",
     "greedy_discounted_returns", "RecentStates",

@@ -712,3 +712,34 @@ def test_tabular_never_samples_zero_probability_states_despite_rounding():
     env._rng = TopOfUnitInterval()
     step = env.step(np.zeros(20000, dtype=int))
     assert (step.final_obs == 1).all()
+
+
+@pytest.mark.parametrize("reward", ["step_reward", "goal_reward", "hole_reward", "cliff_reward"])
+@pytest.mark.parametrize(("bad", "error"), [(float("nan"), ValueError), (float("inf"), ValueError),
+                                            ("1", TypeError), (True, TypeError), (None, TypeError)])
+def test_gridworld_reward_settings_are_finite_numbers(reward, bad, error):
+    """A NaN reward was blamed on ``R``; a string or a bool was converted silently."""
+    with pytest.raises(error, match=rf"^{reward}: expected a (finite )?number"):
+        GridWorld(size=2, **{reward: bad})
+
+
+def test_a_valid_vector_env_stand_in_is_wrapped():
+    """from_gymnasium reads only attributes: a stand-in with same-step autoreset is accepted
+    (without gymnasium installed), with its ``n`` from ``num_envs``."""
+    class Space:
+        shape, n = (3,), 2
+
+    class Vector:
+        num_envs, metadata = 2, {"autoreset_mode": "SAME_STEP"}
+        single_action_space = single_observation_space = Space()
+
+        def reset(self, seed=None):
+            return np.zeros((2, 3)), {}
+
+        def step(self, actions):
+            return np.zeros((2, 3)), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {}
+
+    env = from_gymnasium(Vector())
+    assert (env.n, env.observation_shape, env.num_actions) == (2, (3,), 2)
+    env.reset(seed=0)
+    assert env.step(np.array([0, 1])).reward.tolist() == [1.0, 1.0]

@@ -25,6 +25,34 @@ def test_tokenizer_round_trip_and_specials():
         TOK.encode("1x2")
 
 
+def test_tokenizer_refuses_what_it_cannot_read_back():
+    with pytest.raises(TypeError, match="symbols: expected a string of characters or a list"):
+        rc.Tokenizer({"a", "b"})  # a set would number its words differently from run to run
+    with pytest.raises(ValueError, match="symbols: '<eos>' is the name of a special token"):
+        rc.Tokenizer(["a", "<eos>"])
+    with pytest.raises(ValueError, match="symbols: words must be non-empty strings"):
+        rc.Tokenizer(["a", 1])
+    with pytest.raises(TypeError, match="text: expected a string"):
+        TOK.encode(12)
+    with pytest.raises(ValueError, match=f"ids: values must be < {TOK.vocab_size}"):
+        TOK.decode([4, TOK.vocab_size])
+    with pytest.raises(ValueError, match="ids: values must be >= 0"):
+        TOK.decode([4, -1])  # was silently skipped
+    assert TOK.decode([]) == "" and TOK.decode(np.array([], int)) == ""
+    with pytest.raises(TypeError, match="prompts: expected a non-empty list of strings"):
+        TOK.encode_prompts([])
+    with pytest.raises(TypeError, match="prompts: expected a non-empty list of strings"):
+        TOK.encode_prompts("1+2=")
+    with pytest.raises(TypeError, match="completions: expected a list of strings"):
+        TOK.encode_pairs(["1+"], "3")
+    tokens, _, p = TOK.encode_pairs(["1+2=", "3="], ["3", "12"])
+    assert TOK.decode_completions(tokens, p) == ["3", "12"]
+    with pytest.raises(ValueError, match="prompt_len: expected an integer >= 0"):
+        TOK.decode_completions(tokens, -1)
+    with pytest.raises(ValueError, match=r"tokens: expected shape \[B, L\]"):
+        TOK.decode_completions(tokens[0], p)
+
+
 def test_encode_pairs_masks_only_completion_and_eos():
     tokens, mask, plen = TOK.encode_pairs(["1+2=", "10+10="], ["3", "20"])
     assert plen == 7  # BOS + "10+10="
@@ -183,3 +211,10 @@ def test_bad_inputs_raise():
         rc.generate(params, TOK.encode_prompts(["1+2=", "3="]), 9, np.random.default_rng(0))
     with pytest.raises(ValueError, match="max_new"):
         rc.generate(params, [[1, 4]], 0, np.random.default_rng(0))
+    # the sampling settings and eos are checked before any token is computed
+    for bad, match in [(dict(temperature="1"), "temperature"), (dict(temperature=0.0), "temperature"),
+                       (dict(top_k=0), "top_k"), (dict(top_p=0.0), "top_p"), (dict(top_p="0.5"), "top_p"),
+                       (dict(eos=TOK.vocab_size), "eos: expected a token id below"),
+                       (dict(eos=-1), "eos"), (dict(eos=None), "eos")]:
+        with pytest.raises((TypeError, ValueError), match=match):
+            rc.generate(params, [[1, 4]], 2, np.random.default_rng(0), **bad)

@@ -107,3 +107,72 @@ def test_bad_arguments_raise():
     broken["actor"][-1]["w"][0, 0] = np.nan
     with pytest.raises(ValueError, match=r"params\[1\]\['actor'\]"):  # refused at entry
         rc.ppo_sweep(env, [p, broken], 256, [dict(seed=0), dict(seed=1)])
+
+
+# ---------------------------------------------------------------- DQN
+
+DQN_SHARED = dict(batch_size=32, learning_starts=300, train_freq=100, gradient_steps=8)
+DQN_MEMBERS = [
+    dict(seed=3, lr=3e-3, double=False, target_update=1, buffer_size=250, max_grad_norm=0.5),
+    dict(seed=5, lr=1e-3, anneal_lr=False, tau=0.5, target_update=16, epsilon_end=0.2,
+         exploration_fraction=0.5, max_grad_norm=None, gamma=0.9),
+]
+
+
+def _q_net(params, obs):
+    return rc.mlp(params, obs, "relu")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dqn_sweep_members_are_single_dqn_runs_bit_for_bit(dtype):
+    """Each member differs from the other in every per-member setting; each must be the run
+    rc.dqn makes with its settings, bit for bit: parameters, target network, episodes and
+    history (so a sweep's member can stand in for rc.dqn's run in a lesson)."""
+    params = [rc.mlp_init([4, 16, 2], seed=s) for s in (3, 5)]
+    runs = rc.dqn_sweep([rc.CartPole(), rc.CartPole()], params, 1_250, DQN_MEMBERS, dtype=dtype,
+                        **DQN_SHARED)
+    for member, p, run in zip(DQN_MEMBERS, params, runs):
+        alone = rc.dqn(rc.CartPole(), _q_net, p, 1_250, **DQN_SHARED, **member, dtype=dtype)
+        assert _gap(alone.params, run.params) == 0.0
+        assert _gap(alone.extras["target_params"], run.extras["target_params"]) == 0.0
+        assert np.array_equal(alone.episode_returns, run.episode_returns)
+        assert list(alone.history) == list(run.history)
+        for key in alone.history:
+            np.testing.assert_array_equal(run.history[key], alone.history[key])
+        assert run.settings == alone.settings and run.steps == alone.steps
+
+
+def test_dqn_sweep_calls_each_members_callback_with_its_own_params():
+    params = [rc.mlp_init([4, 16, 2], seed=s) for s in (0, 1)]
+    seen = {0: [], 1: []}
+    callbacks = [lambda info, m=m: seen[m].append((info["steps"], info["params"], info["last"]))
+                 for m in (0, 1)]
+    runs = rc.dqn_sweep([rc.CartPole(), rc.CartPole()], params, 450, [dict(seed=0), dict(seed=1, lr=0.0)],
+                        callbacks=callbacks, **DQN_SHARED)
+    assert [s for s, _, _ in seen[0]] == [100, 200, 300, 400, 450] == [s for s, _, _ in seen[1]]
+    assert seen[0][-1][2] and not seen[0][-2][2]
+    assert _gap(seen[0][-1][1], runs[0].params) == 0.0 and _gap(seen[1][-1][1], params[1]) == 0.0
+    assert _gap(runs[0].params, params[0]) > 0.0
+
+
+def test_dqn_sweep_bad_arguments_raise():
+    p = rc.mlp_init([4, 8, 2], seed=0)
+    envs = [rc.CartPole(), rc.CartPole()]
+    with pytest.raises(ValueError, match="envs: expected a list of one env per member"):
+        rc.dqn_sweep(rc.CartPole(), p, 200, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match="seed"):
+        rc.dqn_sweep(envs, p, 200, [dict(lr=1e-3), dict(seed=1)])
+    with pytest.raises(TypeError, match="cannot differ between members"):
+        rc.dqn_sweep(envs, p, 200, [dict(seed=0, batch_size=8), dict(seed=1)])
+    with pytest.raises(TypeError, match="batch_size: passed twice|not a setting"):
+        rc.dqn_sweep(envs, p, 200, [dict(seed=0), dict(seed=1)], foo=1)
+    with pytest.raises(ValueError, match="one tree per member"):
+        rc.dqn_sweep(envs, [p, p, p], 200, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match="gamma"):
+        rc.dqn_sweep(envs, p, 200, [dict(seed=0, gamma=1.5), dict(seed=1)])
+    with pytest.raises(ValueError, match="callbacks"):
+        rc.dqn_sweep(envs, p, 200, [dict(seed=0), dict(seed=1)], callbacks=[None])
+    with pytest.raises(ValueError, match="activation"):
+        rc.dqn_sweep(envs, p, 200, [dict(seed=0), dict(seed=1)], activation="sigmoid")
+    with pytest.raises(ValueError, match="params: expected Q-values"):
+        rc.dqn_sweep(envs, rc.mlp_init([4, 8, 3], seed=0), 200, [dict(seed=0), dict(seed=1)])

@@ -163,6 +163,59 @@ def test_bad_inputs_raise_naming_the_argument():
         rc.transformer_logits(window_mlp, _tokens())
 
 
+def test_the_tree_config_and_cache_are_checked_naming_what_is_wrong():
+    params = _params()
+    no_attn = rc.tree_map(np.copy, params)
+    del no_attn["blocks"][1]["attn"]
+    with pytest.raises(ValueError, match=r"params\['blocks'\]\[1\]: expected a dict with the key 'attn'"):
+        rc.transformer_logits(no_attn, _tokens())
+    odd_heads = rc.tree_map(np.copy, params)
+    odd_heads["blocks"][0]["attn"] = {"w": np.zeros((D, 3, 3, 2)), "b": np.zeros((3, 3, 2))}
+    with pytest.raises(ValueError, match=r"\['attn'\]\['w'\]: expected shape \(8, 3, H, 8/H\)"):
+        rc.transformer_config(odd_heads)
+    ints = rc.tree_map(np.copy, params)
+    ints["head"] = np.ones((D, V), int)
+    with pytest.raises(TypeError, match=r"params\['head'\]: expected a floating-point array"):
+        rc.transformer_config(ints)
+    # prefill names its prompts, and refuses room for more tokens than the context allows
+    with pytest.raises(ValueError, match="prompts: values must be <"):
+        rc.transformer_prefill(params, [[1, V]])
+    with pytest.raises(ValueError, match="max_new: a row of prompts plus max_new=4 .* 11 real"):
+        rc.transformer_prefill(params, _tokens(length=7), max_new=4)
+    with pytest.raises(ValueError, match="tokens: values must be <"):
+        rc.lm_next_logits(params, [[1, V]])
+    # decode refuses a cache of another model, or what is not a cache
+    prompts = _tokens(batch=2, length=3)
+    for other in (_params(seed=1, hidden=4 * D).copy(), rc.transformer_init(V, C, 4, 2, L),
+                  rc.transformer_init(V, C, D, 4, L), rc.transformer_init(V, C, D, H, 1),
+                  _params(dtype=np.float32)):
+        _, cache = rc.transformer_prefill(other, prompts, max_new=2)
+        if other["embed"].shape == params["embed"].shape and len(other["blocks"]) == L \
+                and other["embed"].dtype == params["embed"].dtype \
+                and other["blocks"][0]["attn"]["w"].shape == params["blocks"][0]["attn"]["w"].shape:
+            rc.transformer_decode(params, cache, np.array([4, 5]))  # same sizes: usable
+            continue
+        with pytest.raises(ValueError, match="cache: from another model"):
+            rc.transformer_decode(params, cache, np.array([4, 5]))
+    with pytest.raises(TypeError, match="cache: expected a KVCache"):
+        rc.transformer_decode(params, {"keys": None}, np.array([4, 5]))
+    _, cache = rc.transformer_prefill(params, prompts, max_new=1)
+    with pytest.raises(ValueError, match=r"tokens: expected shape \(2,\)"):
+        rc.transformer_decode(params, cache, np.array([4, 5, 6]))
+    rc.transformer_decode(params, cache, np.array([4, rc.PAD]))
+    assert cache.positions.tolist() == [4, 3]
+    with pytest.raises(ValueError, match="cache: full"):
+        rc.transformer_decode(params, cache, np.array([4, 5]))
+    # a cache is checked when made
+    fields = {k: getattr(cache, k) for k in ("keys", "values", "visible", "positions", "length")}
+    with pytest.raises(ValueError, match="positions: expected the number of visible tokens"):
+        rc.KVCache(**{**fields, "positions": fields["positions"] + 1})
+    with pytest.raises(ValueError, match="length: expected at most the capacity 4"):
+        rc.KVCache(**{**fields, "length": 5})
+    with pytest.raises(ValueError, match="keys: expected finite values"):
+        rc.KVCache(**{**fields, "keys": fields["keys"] * np.nan})
+
+
 def _reversal(n, seed, tok):
     rng = np.random.default_rng(seed)
     words = ["".join(rng.choice(list("abcdef"), 4)) for _ in range(n)]

@@ -389,6 +389,82 @@ def test_animation_from_scenes_for_the_bandit():
         rc.Animation(scenes, fps=0)
 
 
+def test_frames_of_different_sizes_share_the_largest_size():
+    small = rc.bandit_scene([0.5, -0.2])  # 200 x 150
+    wide = rc.bandit_scene(np.zeros(12))  # 328 x 150
+    anim = rc.Animation([small, wide, small], fps=5)
+    sizes = {anim.frame(i, 1.0).shape for i in range(anim.num_frames)}
+    assert len(sizes) == 1 and next(iter(sizes))[1] >= wide.width
+    with Image.open(io.BytesIO(anim.gif())) as image:
+        assert image.n_frames == 3
+
+
+# Bad input to the replay mode of animate (the harness in test_bad_input.py runs its policy
+# mode) and to side_by_side (whose animations are positional, which the harness cannot pass).
+GRID_STATES = np.array([0, 1, 3])
+_REPLAY_BAD = [
+    ("states", np.array([0.0, 1.0, 3.0]), r"states: expected the visited cells"),
+    ("states", np.array([0, 1, 4]), r"states: expected the visited cells .* got values 0..4"),
+    ("states", np.array([-1, 0]), r"states: "),
+    ("states", GRID_STATES[:, None], r"states: "),
+    ("states", GRID_STATES.astype(str), r"states: "),
+    ("states", "013", r"states: "),
+    ("states", np.array([], int), r"states: expected at least one state"),
+    ("states", np.array([True, False]), r"states: "),
+    ("rewards", np.array([1.0, np.nan]), r"rewards: expected finite values"),
+    ("rewards", np.array([1.0, np.inf]), r"rewards: expected finite values"),
+    ("rewards", np.array(["1", "2"]), r"rewards: expected a real numeric array"),
+    ("rewards", np.array([1.0, 2.0]) + 1j, r"rewards: expected a real numeric array"),
+    ("rewards", np.array([object(), object()]), r"rewards: expected a real numeric array"),
+    ("rewards", np.array([1.0]), r"rewards: expected 2 finite rewards"),
+    ("rewards", np.ones((2, 1)), r"rewards: expected 2 finite rewards"),
+    ("rewards", {"a": [1.0, 2.0]}, r"rewards: "),
+    ("episodes", 0, r"episodes: "),
+    ("trail", "no", r"trail: expected True or False"),
+    ("values", np.array([0.0, np.nan, 1.0, 2.0]), r"values: expected finite values"),
+    ("values", np.zeros(3), r"values: expected 4 finite values \(one per cell of env\)"),
+]
+
+
+@pytest.mark.parametrize("arg, bad, match", _REPLAY_BAD, ids=[f"{a}-{i}" for i, (a, _, _) in
+                                                              enumerate(_REPLAY_BAD)])
+def test_animate_replay_refuses_bad_input(arg, bad, match):
+    kwargs = dict(states=GRID_STATES, rewards=[-1.0, 1.0], values=np.zeros(4))
+    kwargs[arg] = bad
+    with pytest.raises((ValueError, TypeError), match=match):
+        rc.animate(rc.GridWorld(layout=["S.", ".G"]), **kwargs)
+
+
+@pytest.mark.parametrize("states, match", [
+    (np.array([[0.0, 0, np.nan, 0]]), r"states: expected finite values"),
+    (np.array([[0.0, 0, 0, np.inf]]), r"states: expected finite values"),
+    (np.zeros((2, 4)) + 1j, r"states: expected CartPole states"),
+    (np.zeros((2, 4)).astype(str), r"states: expected CartPole states"),
+    (np.zeros(4), r"states: expected CartPole states of shape \[T, 4\]"),
+])
+def test_animate_replay_of_cartpole_refuses_bad_states(states, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        rc.animate(rc.CartPole(), states=states)
+
+
+def test_animate_tictactoe_policy_that_plays_an_illegal_move_is_named():
+    with pytest.raises(ValueError, match=r"policy: returned 0 .* not a legal move"):
+        rc.animate(rc.TicTacToe(), lambda state: 0)  # cell 0 is taken after the first move
+
+
+def test_side_by_side_refuses_bad_input():
+    anim = rc.Animation([rc.bandit_scene([0.0, 1.0])], fps=5)
+    assert rc.side_by_side(anim, anim).fps == 5 and rc.side_by_side(anim, fps=2.5).fps == 2.5
+    with pytest.raises(ValueError, match=r"animations: expected at least one Animation"):
+        rc.side_by_side()
+    for bad in (None, "anim", rc.bandit_scene([0.0]), [anim], rc.Animation):
+        with pytest.raises(TypeError, match=r"animations\[1\]: expected an Animation"):
+            rc.side_by_side(anim, bad)
+    for fps in (0, -1.0, math.nan, math.inf, "5", True, 5000.0):
+        with pytest.raises(ValueError, match=r"fps: expected frames per second in \(0, 1000\]"):
+            rc.side_by_side(anim, anim, fps=fps)
+
+
 # -- language-model samples --------------------------------------------------------------------
 def test_samples_table_text_and_html():
     table = rc.samples_table(["1+2=", "<b>"], ["1+2=5", "x"], [["1+2=3", "1+2=3"], "y"],

@@ -20,9 +20,9 @@ from ..core._checks import (
     as_rng,
     check_count,
     check_flag,
-    check_float_dtype,
     check_nonnegative,
     check_probability,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
@@ -142,7 +142,7 @@ def _checked_settings(total_steps, rollout, lr, gamma, lam, vf_coef, ent_coef, m
     check_flag("norm_adv", norm_adv)
     check_flag("anneal_lr", anneal_lr)
     as_rng(seed)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, rollout=rollout, lr=lr, gamma=gamma, lam=lam,
                 vf_coef=vf_coef, ent_coef=ent_coef, max_grad_norm=max_grad_norm,
                 norm_adv=norm_adv, anneal_lr=anneal_lr, dtype=np.dtype(dtype).name, seed=seed)

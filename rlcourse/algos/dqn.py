@@ -22,10 +22,10 @@ from ..core._checks import (
     as_rng,
     check_count,
     check_flag,
-    check_float_dtype,
     check_nonnegative,
     check_probability,
     check_shape,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.losses import huber
@@ -136,7 +136,7 @@ class ReplayBuffer:
             raise TypeError(f"obs_shape: expected a tuple of sizes such as (4,) or (), got "
                             f"{type(obs_shape).__name__} {obs_shape!r}")
         obs_shape = tuple(check_count(f"obs_shape[{i}]", size) for i, size in enumerate(obs_shape))
-        dtype = check_float_dtype("dtype", dtype)
+        dtype = float_dtype("dtype", dtype)
         self.obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.actions = np.zeros(capacity, dtype=np.int64)
@@ -314,7 +314,7 @@ def _checked_settings(total_steps, lr, gamma, buffer_size, batch_size, learning_
     check_flag("double", double)
     check_flag("anneal_lr", anneal_lr)
     as_rng(seed)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, lr=lr, gamma=gamma, buffer_size=buffer_size,
                 batch_size=batch_size, learning_starts=learning_starts, train_freq=train_freq,
                 gradient_steps=gradient_steps, target_update=target_update, tau=tau,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_rng, check_count, check_float_dtype
+from ..core._checks import as_float_array, as_rng, check_count, check_tree, float_dtype
 from ..core.nn import mlp, mlp_init
 
 __all__ = ["make_actor_critic", "actor_critic_model"]
@@ -27,9 +27,8 @@ def actor_critic_model(params: dict, obs):
 
 
 def _check_inputs(params, obs) -> None:
-    """``params`` as make_actor_critic builds them (layers of real ``w``, ``b``) and ``obs``
-    real numbers whose last axis is the networks' input size (NaN propagates: it is not
-    refused here)."""
+    """``params`` as make_actor_critic builds them (layers of finite real ``w``, ``b``) and
+    ``obs`` finite real numbers whose last axis is the networks' input size."""
     if not isinstance(params, dict) or not {"actor", "critic"} <= set(params):
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(f"params: expected {{'actor': [layers], 'critic': [layers]}} as "
@@ -43,12 +42,8 @@ def _check_inputs(params, obs) -> None:
             if not isinstance(layer, dict) or not {"w", "b"} <= set(layer):
                 raise ValueError(f"params[{net!r}][{i}]: expected a layer {{'w': ..., 'b': ...}}, "
                                  f"got {layer if not isinstance(layer, dict) else sorted(layer)}")
-            for key in ("w", "b"):
-                if _dtype(layer[key]).kind not in "biuf":
-                    raise TypeError(f"params[{net!r}][{i}][{key!r}]: expected real numbers, got "
-                                    f"dtype {_dtype(layer[key])}")
-    if _dtype(obs).kind not in "biuf":
-        raise TypeError(f"obs: expected real numbers, got dtype {_dtype(obs)}")
+    check_tree("params", params, finite=True)  # real, finite leaves
+    as_float_array("obs", obs)  # real and finite
     size = np.shape(ad.stop_gradient(params["actor"][0]["w"]))[0]
     if np.ndim(obs) < 1 or np.shape(obs)[-1] != size:
         raise ValueError(f"obs: expected [B, {size}] (the input size of params), got shape "
@@ -73,7 +68,7 @@ def make_actor_critic(obs_dim: int, num_actions: int, hidden=(64, 64), seed=0, d
         raise TypeError(f"hidden: expected a sequence of layer widths such as (64, 64), got "
                         f"{type(hidden).__name__} {hidden!r}")
     hidden = [check_count(f"hidden[{i}]", h) for i, h in enumerate(hidden)]
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     rng = as_rng(seed)
     sizes = [int(obs_dim), *[int(h) for h in hidden]]
     params = {

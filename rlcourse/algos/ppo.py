@@ -30,9 +30,9 @@ from ..core._checks import (
     as_rng,
     check_count,
     check_flag,
-    check_float_dtype,
     check_nonnegative,
     check_probability,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
@@ -219,7 +219,7 @@ def _checked_settings(total_steps, rollout, epochs, minibatch, lr, gamma, lam, c
                         ("norm_adv", norm_adv)):
         check_flag(name, value)
     as_rng(seed)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, rollout=rollout, epochs=epochs, minibatch=minibatch,
                 lr=lr, gamma=gamma, lam=lam, clip=clip, vf_coef=vf_coef, ent_coef=ent_coef,
                 max_grad_norm=max_grad_norm, anneal_lr=anneal_lr, anneal_clip=anneal_clip,

@@ -43,10 +43,10 @@ from ..core._checks import (
     as_rng,
     check_count,
     check_flag,
-    check_float_dtype,
     check_nonnegative,
     check_probability,
     check_shape,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_log_prob, categorical_sample
@@ -366,7 +366,7 @@ def _checked_settings(total_steps, lr, gamma, baseline, reward_to_go, discount_s
     check_flag("reward_to_go", reward_to_go)
     check_flag("discount_steps", discount_steps)
     as_rng(seed)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     if discount_steps and not reward_to_go:
         raise ValueError("discount_steps: gamma^t multiplies the reward-to-go G_t; the whole "
                          "return G_0 (reward_to_go=False) is already unbiased without it")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count, check_float_dtype, check_shape
+from ..core._checks import as_float_array, check_count, check_shape, float_dtype
 from ..core.distributions import categorical_log_prob, categorical_sample
 from .trainer import check_env, check_params, model_output
 
@@ -80,7 +80,7 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
     """Run the stochastic policy for ``steps`` vector steps from ``obs``; see :class:`Rollout`."""
     check_env(env)
     steps = check_count("steps", steps)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     check_params("params", params, optional=True)
     _check_rng(rng)
     n = env.n

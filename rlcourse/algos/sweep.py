@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import agent_rng, check_float_dtype
+from ..core._checks import agent_rng, float_dtype
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
 from ..core.kl import kl_estimate
@@ -251,7 +251,7 @@ def _sweep(kind, env, params, total_steps, members, rollout, epochs, minibatch, 
     settings = _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dtype,
                                 shared)
     S = len(settings)
-    dtype = check_float_dtype("dtype", dtype)
+    dtype = float_dtype("dtype", dtype)
     col = {key: np.array([s[key] for s in settings]) for key in settings[0]
            if key in PER_MEMBER[kind] and key != "seed"}
     if isinstance(env, (list, tuple)):
@@ -384,16 +384,20 @@ def _standardise_rows(x):
     return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-8)
 
 
-def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype):
-    """``rc.Adam``'s step (bias corrections folded into the step size) for each active row."""
+def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype, step_dtype=None):
+    """``rc.Adam``'s step (bias corrections folded into the step size) for each active row.
+
+    ``step_dtype=np.float64`` computes the step as ``rc.Adam`` does, bit for bit (its step size
+    is a float64 scalar); the default rounds the step size to ``dtype`` first (1 ulp apart)."""
     if not np.isfinite(grads).all():
         raise ValueError("grads: NaN or inf in a member's gradients; the update would destroy "
                          "its parameters")
     t_new = t + 1
     new_m1 = b1 * m1 + (1 - b1) * grads
     new_m2 = b2 * m2 + (1 - b2) * (grads * grads)
-    step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(dtype)[:, None]
-    eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(dtype)[:, None]
+    step_dtype = dtype if step_dtype is None else step_dtype
+    step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(step_dtype)[:, None]
+    eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(step_dtype)[:, None]
     new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
     rows = active[:, None]
     theta[...] = np.where(rows, new_theta, theta)

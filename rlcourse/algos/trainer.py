@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core._checks import check_flag, check_float_dtype, check_nonnegative, real_scalar
+from ..core._checks import check_flag, check_nonnegative, check_tree, float_dtype, real_scalar
 from ..core.autodiff import stop_gradient, tree_leaves, tree_map
 from ..core.heap import keep_freed_memory
 from ..core.optim import clip_by_global_norm
@@ -126,7 +126,8 @@ class TrainingLog:
         if callback is not None and not callable(callback):
             raise TypeError(f"callback: expected a function info -> bool | None, got "
                             f"{type(callback).__name__}")
-        check_flag("progress", progress, none_ok=True)
+        if progress is not None:  # None: auto
+            check_flag("progress", progress)
         self.env, self.callback, self.settings = env, callback, settings
         self._seen = len(env.episode_returns)
         self.returns: list[float] = []
@@ -232,7 +233,7 @@ class Learner:
             check_nonnegative("max_grad_norm", max_grad_norm, positive=True)
         check_optimiser(opt)
         check_params(name, params)
-        dtype = check_float_dtype("dtype", dtype)
+        dtype = float_dtype("dtype", dtype)
         keep_freed_memory()
         self.layout = FlatParams(tree_map(lambda p: np.asarray(p, dtype=dtype), params))
         self.theta = {"theta": self.layout.flatten(self.layout.template)}
@@ -302,25 +303,7 @@ def check_params(name: str, tree, optional: bool = False) -> None:
     params are only passed on to the model, not trained)."""
     if tree is None and optional:
         return
-    _check_leaves(name, tree)
-
-
-def _check_leaves(path: str, tree) -> None:
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            _check_leaves(f"{path}[{key!r}]", value)
-        return
-    if isinstance(tree, (list, tuple)):
-        for i, value in enumerate(tree):
-            _check_leaves(f"{path}[{i}]", value)
-        return
-    arr = np.asarray(stop_gradient(tree))
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
-        got = "None" if tree is None else f"dtype {arr.dtype}"
-        raise TypeError(f"{path}: parameters must be arrays of real numbers, got {got}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{path}: parameters contain NaN or inf "
-                         f"({int((~np.isfinite(arr)).sum())} of {arr.size} entries)")
+    check_tree(name, tree, finite=True)
 
 
 _OUTPUTS = {"actor_critic": "(logits [B, A], values [B])", "logits": "logits [B, A]",

@@ -7,7 +7,8 @@ import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
-           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_float_dtype"]
+           "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice",
+           "finite_scalar"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -162,6 +163,8 @@ def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
     if (ndim is not None and arr.ndim != ndim) or arr.ndim < 1 or arr.shape[-1] == 0:
         expected = f"{ndim} dimensions" if ndim is not None else "shape [..., A] with A >= 1"
         raise ValueError(f"{name}: expected {expected}, got shape {arr.shape}")
+    if np.isfinite(arr).all():  # the usual case, in two calls: every rule below holds
+        return arr
     bad = np.isnan(arr) | np.isposinf(arr)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -175,26 +178,79 @@ def check_logits(name: str, value, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
-def check_flag(name: str, value, none_ok: bool = False) -> bool | None:
-    """``value`` as a bool: True or False (numpy bools too; ``None`` too if ``none_ok``).
-
-    Anything else is refused: a string such as ``"False"`` is truthy and would silently turn the
-    setting on."""
-    if value is None and none_ok:
-        return None
-    if not isinstance(value, (bool, np.bool_)):
-        expected = "True, False or None" if none_ok else "True or False"
-        raise TypeError(f"{name}: expected {expected}, got {type(value).__name__} {value!r}")
-    return bool(value)
+def check_flag(name: str, value) -> bool:
+    """A yes/no setting as a Python bool: ``True``/``False`` (numpy's too) or the ints 0 and 1.
+    Anything else is refused rather than read by its truth value (``"False"`` is truthy)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 
 
-def check_float_dtype(name: str, dtype) -> np.dtype:
-    """``dtype`` as a floating-point ``np.dtype`` (e.g. ``np.float32``); integer dtypes would
-    truncate every update and complex ones are not real numbers."""
+def check_choice(name: str, value, choices: tuple):
+    """``value`` if it is one of ``choices`` (strings), else an error listing them."""
+    if isinstance(value, str) and value in choices:
+        return value
+    options = ", ".join(repr(c) for c in choices)
+    raise ValueError(f"{name}: expected one of {options}, got {type(value).__name__} {value!r}")
+
+
+def finite_scalar(name: str, value) -> float:
+    """``value`` as a finite Python float (see :func:`real_scalar`: bools, strings, complex
+    numbers and arrays are refused), e.g. a reward setting or an initial estimate."""
+    value = real_scalar(name, value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    return value
+
+
+def check_tree(name: str, tree, floats: bool = False, finite: bool = False) -> list:
+    """The leaves of a parameter (or gradient) tree, a nested dict/list/tuple, in
+    ``tree_leaves`` order, each checked to be a real numeric array or number (float if
+    ``floats``; with no NaN or inf if ``finite``). Traced ``Tensor`` leaves pass as they are
+    (``value_and_grad`` checked them). Raises naming the leaf's path, e.g. ``params[0]['w']``,
+    so a string, None, object or complex leaf never reaches numpy."""
+    from .autodiff import Tensor  # autodiff needs no checks; imported here to keep layers apart
+
+    leaves: list = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}[{k!r}]")
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+        else:
+            dtype = node.dtype if isinstance(node, (np.ndarray, np.generic, Tensor)) else (
+                np.result_type(node) if isinstance(node, (int, float)) else None)
+            if dtype is None or dtype.kind not in ("f" if floats else "biuf"):
+                expected = "a floating-point array" if floats else "a real numeric array or number"
+                got = f"dtype {dtype}" if dtype is not None else type(node).__name__
+                raise TypeError(f"{path}: expected {expected}, got {got}")
+            if finite and not isinstance(node, Tensor):
+                # one sum answers "all finite?" for almost every array; the exact test runs
+                # only when it is not finite
+                with np.errstate(over="ignore", invalid="ignore"):
+                    suspect = not np.isfinite(np.sum(node))
+                if suspect and not np.isfinite(node).all():
+                    bad = int((~np.isfinite(node)).sum())
+                    raise ValueError(f"{path}: expected finite values, got NaN or inf "
+                                     f"({bad} of {np.size(node)} entries)")
+            leaves.append(node)
+
+    walk(tree, name)
+    return leaves
+
+
+def float_dtype(name: str, dtype) -> np.dtype:
+    """``dtype`` as a floating-point ``np.dtype`` (float16/32/64): parameters of another dtype
+    would be rounded to integers or lose their imaginary part when created."""
     try:
-        dt = np.dtype(dtype)
+        result = np.dtype(dtype)
     except TypeError:
-        dt = None
-    if dt is None or dt.kind != "f":
+        result = None
+    if result is None or result.kind != "f":
         raise TypeError(f"{name}: expected a floating-point dtype such as np.float32, got {dtype!r}")
-    return dt
+    return result

@@ -11,16 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_bool_array, check_count, check_shape
+from ._checks import as_bool_array, check_count, check_nonnegative, check_probability, check_shape
 from .blas import single_thread_blas
 from .sampling import sample_token
 from .tokenizer import EOS, PAD
 from .tokens import completion_mask, sequence_log_prob, token_log_probs
 from .transformer import (
     _check_context,
-    _check_params,
     _check_tokens,
-    transformer_decode,
+    _decode,
+    _prefill,
+    transformer_config,
     transformer_init,
     transformer_logits,
     transformer_prefill,
@@ -52,7 +53,7 @@ def lm_logits(params, tokens):
 
 def lm_next_logits(params, tokens):
     """Logits ``[B, V]`` of the token that follows ``tokens`` ``[B, L]`` (``lm_logits(...)[:, -1]``)."""
-    return transformer_prefill(params, tokens)[0]
+    return _prefill(params, tokens, 0, "tokens")[0]
 
 
 def completion_log_prob(params, tokens, mask):
@@ -86,11 +87,18 @@ def generate(params, prompts, max_new: int, rng: np.random.Generator, temperatur
     keys and values (``transformer_decode``). Raises unless the longest prompt (in real
     tokens) plus ``max_new`` fits the model's context.
     """
-    config = _check_params(params)
-    prompts = _check_tokens(prompts, config.vocab)
+    config = transformer_config(params)
+    prompts = _check_tokens(prompts, config.vocab, "prompts")
     max_new = check_count("max_new", max_new)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
+    check_nonnegative("temperature", temperature, positive=True)
+    if top_k is not None:
+        check_count("top_k", top_k)
+    if top_p is not None and check_probability("top_p", top_p) == 0.0:
+        raise ValueError("top_p: expected a number in (0, 1], got 0.0")
+    if check_count("eos", eos, low=0) >= config.vocab:
+        raise ValueError(f"eos: expected a token id below the vocabulary size {config.vocab}, got {eos}")
     _check_context("prompts", int((prompts != PAD).sum(axis=1).max()) + max_new, config.context,
                    f"a prompt plus max_new={max_new} sampled tokens could reach")
     batch, prompt_len = prompts.shape
@@ -103,5 +111,5 @@ def generate(params, prompts, max_new: int, rng: np.random.Generator, temperatur
         done |= nxt == eos
         if done.all() or t == prompt_len + max_new - 1:
             break
-        logits = transformer_decode(params, cache, tokens[:, t])
+        logits = _decode(params, cache, tokens[:, t], config)
     return tokens, completion_mask(tokens, prompt_len, eos)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_rng, check_count, real_scalar
-from .autodiff import relu, tanh, tree_leaves
+from ._checks import as_float_array, as_rng, check_count, check_tree, float_dtype, real_scalar
+from .autodiff import Tensor, relu, tanh
 
 __all__ = [
     "orthogonal", "linear_init", "linear", "mlp_init", "mlp", "count_params",
@@ -27,6 +27,7 @@ def orthogonal(shape: tuple[int, int], gain: float = 1.0, seed=0, dtype=np.float
     """
     rows, cols = shape
     gain = real_scalar("gain", gain)
+    dtype = float_dtype("dtype", dtype)
     if not np.isfinite(gain):
         raise ValueError(f"gain: expected a finite number, got {gain}")
     a = as_rng(seed).standard_normal((max(rows, cols), min(rows, cols)))
@@ -41,6 +42,7 @@ def linear_init(n_in: int, n_out: int, seed=0, scale: float = 1.0, dtype=np.floa
     """``{"w": orthogonal [n_in, n_out] with gain scale, "b": zeros [n_out]}``."""
     check_count("n_in", n_in)
     check_count("n_out", n_out)
+    dtype = float_dtype("dtype", dtype)
     return {
         "w": orthogonal((n_in, n_out), scale, seed, dtype),
         "b": np.zeros(n_out, dtype=dtype),
@@ -49,7 +51,52 @@ def linear_init(n_in: int, n_out: int, seed=0, scale: float = 1.0, dtype=np.floa
 
 def linear(params: dict, x):
     """``x @ w + b``: x ``[B, in]`` -> ``[B, out]``."""
-    return x @ params["w"] + params["b"]
+    n_in, _ = _layer_sizes("params", params)
+    x = _check_input(x, n_in, "params['w']")
+    return _check_output(x @ params["w"] + params["b"], params)
+
+
+def _layer_sizes(name: str, layer) -> tuple[int, int]:
+    """``(in, out)`` of a layer ``{"w": [in, out], "b": [out]}`` of float arrays.
+
+    The usual layer passes a few attribute reads; anything else gets the full check, which
+    names what is wrong."""
+    try:
+        w, b = layer["w"], layer["b"]
+        if w.ndim == 2 and b.shape == w.shape[1:] and w.dtype.kind == b.dtype.kind == "f":
+            return w.shape
+    except (TypeError, KeyError, IndexError, AttributeError):
+        pass
+    if not isinstance(layer, dict) or not {"w", "b"} <= set(layer):
+        got = f"keys {sorted(layer)}" if isinstance(layer, dict) else type(layer).__name__
+        raise ValueError(f"{name}: expected a layer {{'w': [in, out], 'b': [out]}} as from "
+                         f"linear_init, got {got}")
+    check_tree(name, {"w": layer["w"], "b": layer["b"]}, floats=True, finite=True)
+    w, b = layer["w"], layer["b"]
+    if np.ndim(w) != 2 or np.shape(b) != np.shape(w)[1:]:
+        raise ValueError(f"{name}: expected w [in, out] and b [out], got shapes {np.shape(w)} "
+                         f"and {np.shape(b)}")
+    return np.shape(w)
+
+
+def _check_input(x, n_in: int, against: str):
+    """``x`` ``[..., n_in]`` of finite real numbers (a traced ``x`` was made from checked
+    values: only its shape is checked)."""
+    if not (type(x) is np.ndarray and x.dtype.kind == "f" and np.isfinite(x).all()):
+        x = x if isinstance(x, Tensor) else as_float_array("x", x)  # raises if not finite
+    if np.ndim(x) < 1 or np.shape(x)[-1] != n_in:
+        raise ValueError(f"x: expected last dimension {n_in} (the input size of {against}), "
+                         f"got shape {np.shape(x)}")
+    return x
+
+
+def _check_output(out, params):
+    """``out``, unless it holds NaN or inf: then the NaN or inf weight that put it there is
+    named (``x`` is finite; one check of the small output rather than of every weight at every
+    call; traced weights were checked by ``value_and_grad``)."""
+    if not np.isfinite(out.value if isinstance(out, Tensor) else out).all():
+        check_tree("params", params, finite=True)
+    return out
 
 
 def mlp_init(
@@ -81,18 +128,24 @@ def mlp(params: list[dict], x, activation=tanh):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         activation = _ACTIVATIONS[activation]
-    first = params[0]["w"]
-    if np.shape(x)[-1] != np.shape(first)[0]:
-        raise ValueError(
-            f"x: expected last dimension {np.shape(first)[0]} (the input size of the first layer), "
-            f"got shape {np.shape(x)}"
-        )
+    if not callable(activation):
+        raise TypeError(f"activation: expected a function or one of {sorted(_ACTIVATIONS)}, "
+                        f"got {type(activation).__name__}")
+    if not isinstance(params, (list, tuple)) or not params:
+        got = "an empty list" if isinstance(params, (list, tuple)) else type(params).__name__
+        raise ValueError(f"params: expected a non-empty list of layers as from mlp_init, got {got}")
+    sizes = [_layer_sizes(f"params[{i}]", layer) for i, layer in enumerate(params)]
+    for i in range(1, len(sizes)):
+        if sizes[i][0] != sizes[i - 1][1]:
+            raise ValueError(f"params[{i}]['w']: expected {sizes[i - 1][1]} rows (the output size "
+                             f"of params[{i - 1}]), got shape {sizes[i]}")
+    x = _check_input(x, sizes[0][0], "params[0]['w']")
     for layer in params[:-1]:
         x = activation(x @ layer["w"] + layer["b"])
     last = params[-1]
-    return x @ last["w"] + last["b"]
+    return _check_output(x @ last["w"] + last["b"], params)
 
 
 def count_params(params) -> int:
     """Total number of scalars in a parameter tree."""
-    return int(sum(np.size(leaf) for leaf in tree_leaves(params)))
+    return int(sum(np.size(leaf) for leaf in check_tree("params", params)))

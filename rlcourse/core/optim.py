@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._checks import check_nonnegative, check_probability, real_scalar
+from ._checks import check_nonnegative, check_probability, check_tree, real_scalar
 from .autodiff import tree_leaves, tree_map
 
 __all__ = ["SGD", "Adam", "clip_by_global_norm", "global_norm", "linear_schedule"]
@@ -104,8 +104,24 @@ class Adam:
 
 
 def global_norm(tree) -> float:
-    """sqrt of the sum of squares of every entry of every leaf."""
-    return float(np.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in tree_leaves(tree))))
+    """sqrt of the sum of squares of every entry of every leaf (NaN if one is NaN).
+
+    Finite entries give a finite norm: were the squares to overflow (or all underflow to 0),
+    the sum is taken again of the entries divided by the largest |entry|."""
+    leaves = [getattr(g, "value", g) for g in check_tree("tree", tree)]
+    norm = _sum_of_squares(leaves, 1.0)
+    if norm == np.inf or norm == 0.0:
+        scale = max((float(np.max(np.abs(g), initial=0.0)) for g in leaves), default=0.0)
+        if 0.0 < scale < np.inf:
+            norm = scale * _sum_of_squares(leaves, scale)
+    return norm
+
+
+def _sum_of_squares(leaves: list, scale: float) -> float:
+    """sqrt(sum((g / scale)^2)) over every entry, in float64."""
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.sqrt(sum(float(np.sum(np.square(g if scale == 1.0 else g / scale,
+                                                        dtype=np.float64))) for g in leaves)))
 
 
 def clip_by_global_norm(grads, max_norm: float):

@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import autodiff as ad
-from ._checks import as_int_array, as_rng, check_count
+from ._checks import as_bool_array, as_float_array, as_int_array, as_rng, check_count, check_tree, float_dtype
 from .tokenizer import EOS, PAD
 
 __all__ = ["TransformerConfig", "transformer_init", "transformer_config", "transformer_logits",
@@ -79,6 +79,7 @@ def transformer_init(vocab: int, context: int, dim: int, heads: int, layers: int
                     ("layers", layers)):
         check_count(name, v)
     hidden = 4 * dim if hidden is None else check_count("hidden", hidden)
+    dtype = float_dtype("dtype", dtype)
     if vocab <= EOS + 1:
         raise ValueError(f"vocab: expected more than the 3 special tokens, got {vocab}")
     if dim % heads:
@@ -108,8 +109,10 @@ def transformer_init(vocab: int, context: int, dim: int, heads: int, layers: int
 
 
 def transformer_config(params) -> TransformerConfig:
-    """The sizes of ``params``, after checking that the tree is a transformer's and its shapes
-    agree; raises naming the first leaf that does not fit."""
+    """The sizes of ``params``, after checking that the tree is a transformer's: every key of
+    ``transformer_init``, shapes that agree, floating-point leaves with no NaN or inf (a NaN
+    weight would otherwise surface as NaN logits far away; traced leaves were checked by
+    ``value_and_grad``). Raises naming the first leaf that does not fit."""
     if not isinstance(params, dict) or not {"embed", "position", "blocks", "ln_f", "head"} <= set(params):
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(f"params: expected a transformer's parameters from transformer_init or "
@@ -118,25 +121,30 @@ def transformer_config(params) -> TransformerConfig:
     context = _shape(params["position"], "params['position']", 2)[0]
     blocks = params["blocks"]
     if not isinstance(blocks, (list, tuple)) or not blocks:
-        raise ValueError("params['blocks']: expected a non-empty list of blocks")
-    heads = _shape(blocks[0]["attn"]["w"], "params['blocks'][0]['attn']['w']", 4)[2]
-    hidden = _shape(blocks[0]["mlp"]["w"], "params['blocks'][0]['mlp']['w']", 2)[1]
-    dh = dim // heads
+        got = "an empty list" if isinstance(blocks, (list, tuple)) else type(blocks).__name__
+        raise ValueError(f"params['blocks']: expected a non-empty list of blocks, got {got}")
+    where = "params['blocks'][0]['attn']['w']"
+    attn = _shape(_get(params, ("blocks", 0, "attn", "w")), where, 4)
+    heads, dh = attn[2], attn[3]
+    if heads < 1 or heads * dh != dim:
+        raise ValueError(f"{where}: expected shape ({dim}, 3, H, {dim}/H) for H heads dividing "
+                         f"dim={dim} (from embed {vocab}x{dim}), got {attn}")
+    hidden = _shape(_get(params, ("blocks", 0, "mlp", "w")), "params['blocks'][0]['mlp']['w']", 2)[1]
     expected = {"ln1": {"gain": (dim,), "bias": (dim,)},
                 "attn": {"w": (dim, 3, heads, dh), "b": (3, heads, dh)},
                 "proj": {"w": (dim, dim), "b": (dim,)}, "ln2": {"gain": (dim,), "bias": (dim,)},
                 "mlp": {"w": (dim, hidden), "b": (hidden,)}, "out": {"w": (hidden, dim), "b": (dim,)}}
-    wanted = [(("position",), params["position"], (context, dim)), (("head",), params["head"], (dim, vocab)),
-              *((("ln_f", k), params["ln_f"][k], (dim,)) for k in ("gain", "bias"))]
-    for i, block in enumerate(blocks):
+    wanted = [(("position",), (context, dim)), (("head",), (dim, vocab)),
+              *((("ln_f", k), (dim,)) for k in ("gain", "bias"))]
+    for i in range(len(blocks)):
         for part, leaves in expected.items():
             for k, shape in leaves.items():
-                wanted.append((("blocks", i, part, k), block[part][k], shape))
-    for path, leaf, shape in wanted:
-        if np.shape(leaf) != shape:
-            where = "params" + "".join(f"[{p!r}]" for p in path)
-            raise ValueError(f"{where}: expected shape {shape} (from embed {vocab}x{dim}, "
-                             f"{heads} heads, MLP width {hidden}), got {np.shape(leaf)}")
+                wanted.append((("blocks", i, part, k), shape))
+    for path, shape in wanted:
+        if np.shape(_get(params, path)) != shape:
+            raise ValueError(f"{_path(path)}: expected shape {shape} (from embed {vocab}x{dim}, "
+                             f"{heads} heads, MLP width {hidden}), got {np.shape(_get(params, path))}")
+    check_tree("params", params, floats=True, finite=True)
     return TransformerConfig(vocab, context, dim, heads, len(blocks), hidden)
 
 
@@ -147,41 +155,28 @@ def _shape(leaf, name: str, ndim: int) -> tuple:
     return shape
 
 
-def _check_params(params) -> TransformerConfig:
-    """``transformer_config``, plus finiteness of plain-array leaves (traced ones were checked
-    by ``value_and_grad``): a NaN weight would otherwise surface as NaN logits far away."""
-    config = transformer_config(params)
-    for path, leaf in _leaves(params, ()):
-        if isinstance(leaf, ad.Tensor):
-            continue
-        arr = np.asarray(leaf)
-        if arr.dtype.kind != "f":
-            raise TypeError(f"{_path(path)}: expected floating-point parameters, got dtype {arr.dtype}")
-        if not np.isfinite(arr.sum()) and not np.isfinite(arr).all():
-            raise ValueError(f"{_path(path)}: parameters contain NaN or inf "
-                             f"({int((~np.isfinite(arr)).sum())} of {arr.size} entries)")
-    return config
-
-
-def _leaves(tree, path):
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            yield from _leaves(v, (*path, k))
-    elif isinstance(tree, (list, tuple)):
-        for i, v in enumerate(tree):
-            yield from _leaves(v, (*path, i))
-    else:
-        yield path, tree
+def _get(params, path: tuple):
+    """The node of ``params`` at ``path``, or an error naming the first step that is missing."""
+    node = params
+    for depth, key in enumerate(path):
+        if isinstance(key, str) and not (isinstance(node, dict) and key in node):
+            got = f"keys {sorted(node)}" if isinstance(node, dict) else type(node).__name__
+            raise ValueError(f"{_path(path[:depth])}: expected a dict with the key {key!r} (the "
+                             f"tree of transformer_init), got {got}")
+        if isinstance(key, int) and not isinstance(node, (list, tuple)):
+            raise ValueError(f"{_path(path[:depth])}: expected a list, got {type(node).__name__}")
+        node = node[key]
+    return node
 
 
 def _path(path) -> str:
     return "params" + "".join(f"[{p!r}]" for p in path)
 
 
-def _check_tokens(tokens, vocab: int) -> np.ndarray:
-    tokens = as_int_array("tokens", tokens, low=0, high=vocab)
+def _check_tokens(tokens, vocab: int, name: str = "tokens") -> np.ndarray:
+    tokens = as_int_array(name, tokens, low=0, high=vocab)
     if tokens.ndim != 2 or tokens.shape[1] == 0:
-        raise ValueError(f"tokens: expected shape [B, L] with L >= 1, got {tokens.shape}")
+        raise ValueError(f"{name}: expected shape [B, L] with L >= 1, got {tokens.shape}")
     return tokens
 
 
@@ -191,10 +186,10 @@ def _check_context(name: str, real_tokens: int, context: int, what: str) -> None
                          f"model's context of {context} (the rows of params['position'])")
 
 
-def _inputs(params, tokens: np.ndarray, config: TransformerConfig):
+def _inputs(params, tokens: np.ndarray, config: TransformerConfig, name: str = "tokens"):
     """The embedded inputs ``[B, T, D]`` and the attention mask (``[T, T]`` or ``[B, T, T]``)."""
     visible = tokens != PAD
-    _check_context("tokens", int(visible.sum(axis=1).max()), config.context, "a row holds")
+    _check_context(name, int(visible.sum(axis=1).max()), config.context, "a row holds")
     # a PAD after a full context would be at position C: clipped, its output is never used
     positions = np.minimum(np.cumsum(visible, axis=1) - visible, config.context - 1)
     x = ad.embedding(params["embed"], tokens) + ad.embedding(params["position"], positions)
@@ -236,7 +231,7 @@ def transformer_logits(params, tokens):
     ``logits[:, :-1]`` against ``tokens[:, 1:]``. Traced when ``params`` are (inside
     ``value_and_grad``). Raises if a row has more than C real tokens.
     """
-    config = _check_params(params)
+    config = transformer_config(params)
     tokens = _check_tokens(tokens, config.vocab)
     x, mask = _inputs(params, tokens, config)
     for block in params["blocks"]:
@@ -256,6 +251,26 @@ class KVCache:
     __slots__ = ("keys", "values", "visible", "positions", "length")
 
     def __init__(self, keys, values, visible, positions, length):
+        keys = as_float_array("keys", keys, ndim=5)
+        values = as_float_array("values", values)
+        if values.shape != keys.shape:
+            raise ValueError(f"values: expected the shape of keys {keys.shape}, got {values.shape}")
+        layers, batch, heads, capacity, dh = keys.shape
+        visible = as_bool_array("visible", visible)
+        if visible.shape != (batch, capacity):
+            raise ValueError(f"visible: expected shape {(batch, capacity)} (rows and columns of "
+                             f"keys {keys.shape}), got {visible.shape}")
+        positions = as_int_array("positions", positions, low=0)
+        if positions.shape != (batch,):
+            raise ValueError(f"positions: expected shape {(batch,)} (one per row of keys "
+                             f"{keys.shape}), got {positions.shape}")
+        length = check_count("length", length, low=0)
+        if length > capacity:
+            raise ValueError(f"length: expected at most the capacity {capacity} (columns of keys "
+                             f"{keys.shape}), got {length}")
+        if not np.array_equal(positions, visible[:, :length].sum(axis=1)):
+            raise ValueError(f"positions: expected the number of visible tokens of each row "
+                             f"{visible[:, :length].sum(axis=1).tolist()}, got {positions.tolist()}")
         self.keys, self.values, self.visible = keys, values, visible
         self.positions, self.length = positions, length
 
@@ -276,15 +291,22 @@ def transformer_prefill(params, prompts, max_new: int = 0):
     tokens per row, added one at a time by ``transformer_decode``. The logits equal
     ``transformer_logits(params, prompts)[:, -1]`` (and are traced when ``params`` are).
     """
-    config = _check_params(params)
-    prompts = _check_tokens(prompts, config.vocab)
+    return _prefill(params, prompts, max_new, "prompts")
+
+
+def _prefill(params, prompts, max_new: int, name: str):
+    """``transformer_prefill``, with ``name`` the caller's name for ``prompts``."""
+    config = transformer_config(params)
+    prompts = _check_tokens(prompts, config.vocab, name)
     max_new = check_count("max_new", max_new, low=0)
+    _check_context("max_new", int((prompts != PAD).sum(axis=1).max()) + max_new, config.context,
+                   f"a row of {name} plus max_new={max_new} new tokens could reach")
     batch, length = prompts.shape
     dtype = np.result_type(ad.stop_gradient(params["embed"]))
     heads, dh = config.heads, config.dim // config.heads
     shape = (config.layers, batch, heads, length + max_new, dh)
     keys, values = np.zeros(shape, dtype), np.zeros(shape, dtype)
-    x, mask = _inputs(params, prompts, config)
+    x, mask = _inputs(params, prompts, config, name)
     for i, block in enumerate(params["blocks"]):
         x, qkv = _block(block, x, mask, heads)
         packed = ad.stop_gradient(qkv).reshape(batch, length, 3, heads, dh)
@@ -305,12 +327,26 @@ def transformer_decode(params, cache: KVCache, tokens):
     attended to. Raises when the cache is full or a row would pass the context.
     """
     config = transformer_config(params)
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache: expected a KVCache from transformer_prefill, got {type(cache).__name__}")
+    layers, batch, heads, _, dh = cache.keys.shape
+    dtype = np.result_type(ad.stop_gradient(params["embed"]))
+    if (layers, heads, dh * heads) != (config.layers, config.heads, config.dim) \
+            or cache.keys.dtype != dtype:
+        raise ValueError(f"cache: from another model ({layers} layers of {heads} heads of width "
+                         f"{dh}, {cache.keys.dtype}); params have {config.layers} of {config.heads} "
+                         f"of width {config.dim // config.heads}, {dtype} (prefill with these params)")
     tokens = as_int_array("tokens", tokens, low=0, high=config.vocab)
-    batch = cache.keys.shape[1]
     if tokens.shape != (batch,):
         raise ValueError(f"tokens: expected shape ({batch},) (one per row of the cache), got {tokens.shape}")
     if cache.length >= cache.capacity:
         raise ValueError(f"cache: full ({cache.capacity} columns); prefill with a larger max_new")
+    return _decode(params, cache, tokens, config)
+
+
+def _decode(params, cache: KVCache, tokens: np.ndarray, config: TransformerConfig):
+    """``transformer_decode`` on checked arguments (``generate`` checks them once)."""
+    batch = cache.keys.shape[1]
     t = cache.length
     visible = tokens != PAD
     if visible.any():

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import check_count, check_probability
+from ..core._checks import check_choice, check_count, check_flag, check_probability, finite_scalar
 from .tabular import TabularMDP
 
 __all__ = ["GridWorld", "FrozenLake", "CliffWalking", "LEFT", "DOWN", "RIGHT", "UP"]
@@ -48,8 +48,11 @@ def parse_layout(layout) -> list[str]:
     """Layout rows as a list of equal-length strings of known cell characters."""
     if isinstance(layout, str):
         rows = [r.strip() for r in layout.replace("/", "\n").strip().splitlines()]
-    else:
+    elif isinstance(layout, (list, tuple, np.ndarray)) and all(isinstance(r, str) for r in layout):
         rows = [str(r) for r in layout]
+    else:
+        raise TypeError(f"layout: expected a string or a list of row strings, got "
+                        f"{type(layout).__name__} {layout!r:.60}")
     if not rows or not rows[0]:
         raise ValueError("layout: expected at least one non-empty row")
     for i, row in enumerate(rows):
@@ -128,9 +131,10 @@ class GridWorld(TabularMDP):
         self.layout = parse_layout(layout) if layout is not None else default_layout(size)
         self.shape = (len(self.layout), len(self.layout[0]))
         self.slip = check_probability("slip", slip)
-        P, R, terminal, start = build_model(self.layout, float(step_reward), self.slip,
-                                            float(goal_reward), float(hole_reward),
-                                            float(cliff_reward))
+        P, R, terminal, start = build_model(self.layout, finite_scalar("step_reward", step_reward),
+                                            self.slip, finite_scalar("goal_reward", goal_reward),
+                                            finite_scalar("hole_reward", hole_reward),
+                                            finite_scalar("cliff_reward", cliff_reward))
         super().__init__(P, R, terminal, start, n=n, seed=seed, max_steps=max_steps)
 
     def render_text(self, copy: int = 0) -> str:
@@ -160,10 +164,9 @@ class FrozenLake(GridWorld):
                  seed: int | None = None, max_steps=_GYM_LIMIT, layout=None):
         custom = layout is not None
         if not custom:
-            if map_name not in FROZEN_LAKE_MAPS:
-                raise ValueError(f"map_name: expected '4x4' or '8x8', got {map_name!r}")
-            layout = FROZEN_LAKE_MAPS[map_name]
-        if max_steps == _GYM_LIMIT:
+            layout = FROZEN_LAKE_MAPS[check_choice("map_name", map_name, tuple(FROZEN_LAKE_MAPS))]
+        is_slippery = check_flag("is_slippery", is_slippery)
+        if isinstance(max_steps, str) and max_steps == _GYM_LIMIT:
             max_steps = None if custom else {"4x4": 100, "8x8": 200}[map_name]
         super().__init__(n=n, seed=seed, step_reward=0.0, slip=2 / 3 if is_slippery else 0.0,
                          layout=layout, goal_reward=1.0, hole_reward=0.0, max_steps=max_steps)

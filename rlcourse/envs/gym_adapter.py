@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._checks import check_count
 from .base import EpisodeStats, Step, check_actions
 
 __all__ = ["from_gymnasium"]
 
 
 def _num_actions(space) -> int:
-    if not hasattr(space, "n"):
+    n = getattr(space, "n", None)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"env: expected a Discrete action space, got {space}")
-    return int(space.n)
+    if n < 1:
+        raise ValueError(f"env: expected a Discrete action space with at least 1 action, got n={n}")
+    return int(n)
+
+
+def _observation_shape(space) -> tuple:
+    if not hasattr(space, "shape"):
+        raise TypeError(f"env: expected an observation space with a shape, got {space!r}")
+    return tuple(space.shape or ())
 
 
 class _GymSingle(EpisodeStats):
@@ -27,7 +37,7 @@ class _GymSingle(EpisodeStats):
 
     def __init__(self, env):
         self.env, self.n = env, 1
-        self.observation_shape = tuple(env.observation_space.shape or ())
+        self.observation_shape = _observation_shape(env.observation_space)
         self.num_actions = _num_actions(env.action_space)
         self._init_stats(1)
 
@@ -53,15 +63,16 @@ class _GymVector(EpisodeStats):
     """A same-step-autoreset Gymnasium vector env."""
 
     def __init__(self, env):
-        mode = env.metadata.get("autoreset_mode")
+        metadata = env.metadata if isinstance(env.metadata, dict) else {}
+        mode = metadata.get("autoreset_mode")
         if getattr(mode, "name", str(mode)) != "SAME_STEP":
             raise ValueError(
                 f"env: expected a vector env with same-step autoreset, got autoreset_mode {mode}; "
                 "create it with gymnasium.make_vec(..., vector_kwargs={'autoreset_mode': "
                 "gymnasium.vector.AutoresetMode.SAME_STEP})"
             )
-        self.env, self.n = env, int(env.num_envs)
-        self.observation_shape = tuple(env.single_observation_space.shape or ())
+        self.env, self.n = env, check_count("env.num_envs", env.num_envs)
+        self.observation_shape = _observation_shape(env.single_observation_space)
         self.num_actions = _num_actions(env.single_action_space)
         self._init_stats(self.n)
 
@@ -94,8 +105,13 @@ def from_gymnasium(env):
     ``reset(seed)``, ``step(actions [n]) -> Step``, ``episode_returns``, ``episode_lengths``.
     Rewards become float64; observations keep Gymnasium's dtype.
     """
-    if hasattr(env, "num_envs") and hasattr(env, "single_action_space"):
+    if isinstance(env, type):
+        raise TypeError(f"env: expected a gymnasium Env or VectorEnv, got the class {env.__name__}, "
+                        "not an instance")
+    vector = ("num_envs", "single_action_space", "single_observation_space", "metadata",
+              "reset", "step")
+    if all(hasattr(env, a) for a in vector):
         return _GymVector(env)
-    if hasattr(env, "action_space") and hasattr(env, "step"):
+    if all(hasattr(env, a) for a in ("action_space", "observation_space", "reset", "step")):
         return _GymSingle(env)
     raise TypeError(f"env: expected a gymnasium Env or VectorEnv, got {type(env).__name__}")

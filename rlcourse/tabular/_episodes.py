@@ -29,6 +29,9 @@ __all__: list[str] = []  # private helpers of the tabular learners
 
 def _check_env(env, copies=False):
     """``(S, A)`` of a tabular vector environment with one copy; ``(S, A, n)`` if ``copies``."""
+    if isinstance(env, type):
+        raise TypeError(f"env: expected a tabular vector environment (TabularMDP, GridWorld, ...), "
+                        f"got the class {env.__name__}, not an instance")
     for attr in ("n", "num_states", "num_actions", "reset", "step"):
         if not hasattr(env, attr):
             raise TypeError(
@@ -44,6 +47,9 @@ def _check_env(env, copies=False):
 
 def _check_alpha(alpha):
     """Step sizes as a 1-D array ``[K]`` in (0, 1], and whether one number came."""
+    if alpha is None or np.asarray(alpha).dtype == np.bool_:
+        raise TypeError(f"alpha: expected a step size in (0, 1] or a 1-D array of them, got "
+                        f"{type(alpha).__name__} {alpha!r}")
     arr = as_float_array("alpha", alpha)
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"alpha: expected a number or a 1-D array of step sizes, got shape "

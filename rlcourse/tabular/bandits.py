@@ -16,9 +16,11 @@ from ..core._checks import (
     as_float_array,
     as_int_array,
     check_count,
+    check_flag,
     check_nonnegative,
     check_probability,
     check_shape,
+    finite_scalar,
     real_scalar,
 )
 
@@ -82,7 +84,7 @@ class EpsilonGreedy(_Agent):
     def __init__(self, arms: int, n: int = 1, epsilon: float = 0.1, initial: float = 0.0,
                  step_size: float | None = None):
         self.epsilon = check_probability("epsilon", epsilon)
-        self.initial = float(as_float_array("initial", initial, ndim=0))
+        self.initial = finite_scalar("initial", initial)
         if step_size is not None:
             step_size = check_probability("step_size", step_size)
             if step_size == 0.0:
@@ -179,7 +181,7 @@ class GradientBandit(_Agent):
 
     def __init__(self, arms: int, n: int = 1, alpha: float = 0.1, baseline: bool = True):
         self.alpha = check_nonnegative("alpha", alpha, positive=True)
-        self.use_baseline = bool(baseline)
+        self.use_baseline = check_flag("baseline", baseline)
         super().__init__(arms, n)
 
     def reset(self) -> None:
@@ -232,6 +234,15 @@ class BanditResult(NamedTuple):
     regret: np.ndarray
 
 
+def _check_has(name, obj, attrs, what):
+    """Raise unless ``obj`` is an instance with every attribute in ``attrs``."""
+    if isinstance(obj, type):
+        raise TypeError(f"{name}: expected {what}, got the class {obj.__name__}, not an instance")
+    missing = [a for a in attrs if not hasattr(obj, a)]
+    if missing:
+        raise TypeError(f"{name}: expected {what}, got {type(obj).__name__} (no {missing[0]!r})")
+
+
 def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     """Run ``agent`` on all ``env.n`` bandit copies for ``steps`` steps, all copies at once.
 
@@ -243,6 +254,11 @@ def run_bandit(env, agent, steps: int, seed: int = 0) -> BanditResult:
     learning curves.
     """
     steps = check_count("steps", steps)
+    seed = check_count("seed", seed, low=0)
+    _check_has("env", env, ("n", "num_actions", "optimal_arm", "reset", "step"),
+               "a bandit environment (rc.Bandit)")
+    _check_has("agent", agent, ("n", "arms", "act", "update", "reset"),
+               "a bandit agent (EpsilonGreedy, UCB, GradientBandit)")
     if agent.n != env.n or agent.arms != env.num_actions:
         raise ValueError(
             f"agent: expected n={env.n} copies and arms={env.num_actions} (from env), "

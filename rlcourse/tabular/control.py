@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count, check_probability
+from ..core._checks import as_float_array, check_count, check_flag, check_probability
 from ._episodes import (
     _check_alpha,
     _check_env,
@@ -64,6 +64,9 @@ class ControlResult:
 
 def _check_schedule(epsilon, episodes):
     """``epsilon`` as one exploration rate per episode ``[episodes]``, each in [0, 1]."""
+    if epsilon is None or np.asarray(epsilon).dtype == np.bool_:
+        raise TypeError(f"epsilon: expected an exploration rate in [0, 1] or one per episode, got "
+                        f"{type(epsilon).__name__} {epsilon!r}")
     eps = as_float_array("epsilon", epsilon)
     if eps.ndim == 0:
         return np.full(episodes, check_probability("epsilon", float(eps)))
@@ -107,6 +110,7 @@ def mc_control(env, episodes, gamma=0.99, epsilon=0.1, first_visit=True, seed=0,
     (``alpha=None``) or a constant step. A truncated episode's returns start from the policy's
     expected ``Q`` at ``final_obs``. Returns a :class:`ControlResult`.
     """
+    first_visit = check_flag("first_visit", first_visit)
     return _mc_control(env, episodes, gamma, epsilon, first_visit, seed, alpha, init)
 
 

@@ -24,7 +24,9 @@ import numpy as np
 from ..core._checks import (
     as_float_array,
     as_int_array,
+    check_choice,
     check_count,
+    check_flag,
     check_nonnegative,
     check_probability,
     check_shape,
@@ -151,12 +153,12 @@ def policy_evaluation(P, R, policy, gamma, terminal=None, tol: float = 1e-10,
     before: the backup is a contraction). ``method="linear"``: solve ``(I - gamma P_pi) V =
     r_pi`` exactly (see :func:`policy_evaluation_exact`). ``V[terminal] = 0`` either way.
     """
+    method = check_choice("method", method, ("iterative", "linear"))
+    return_history = check_flag("return_history", return_history)
     if method == "linear":
         if return_history:
             raise ValueError("return_history: only the iterative method has sweeps to record")
         return policy_evaluation_exact(P, R, policy, gamma, terminal)
-    if method != "iterative":
-        raise ValueError(f"method: expected 'iterative' or 'linear', got {method!r}")
     P, r, terminal = _check_model(P, R, terminal)
     gamma, tol = _check_gamma(gamma), _check_tol(tol)
     max_iters = check_count("max_iters", max_iters)
@@ -262,6 +264,7 @@ def policy_iteration(P, R, gamma, terminal=None, policy=None, max_iters: int = 1
     P, r, terminal = _check_model(P, R, terminal)
     gamma = _check_gamma(gamma)
     max_iters = check_count("max_iters", max_iters)
+    return_history = check_flag("return_history", return_history)
     S, A, _ = P.shape
     policy = np.zeros(S, dtype=np.int64) if policy is None else as_int_array("policy", policy, 0, A)
     check_shape("policy", policy, (S,), against="[S] actions, S from P")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._checks import check_count, check_probability
+from ..core._checks import check_choice, check_count, check_flag, check_probability
 from ._episodes import (
     _check_alpha,
     _check_env,
@@ -81,6 +81,7 @@ def mc_prediction(env, policy, episodes, gamma, first_visit=True, seed=0, alpha=
     cdf = _check_policy(policy, S, A)
     episodes = check_count("episodes", episodes)
     gamma = check_probability("gamma", gamma)
+    first_visit = check_flag("first_visit", first_visit)
     if alpha is None:
         alphas, scalar_alpha = None, True
     else:
@@ -203,9 +204,7 @@ def td_lambda(env, policy, episodes, lam, alpha, gamma, traces="accumulating", s
     episodes = check_count("episodes", episodes)
     lam = check_probability("lam", lam)
     gamma = check_probability("gamma", gamma)
-    if traces not in ("accumulating", "replacing"):
-        raise ValueError(f"traces: expected 'accumulating' or 'replacing', got {traces!r}")
-    replacing = traces == "replacing"
+    replacing = check_choice("traces", traces, ("accumulating", "replacing")) == "replacing"
     alphas, scalar_alpha = _check_alpha(alpha)
     V = _initial_table(init, (S,), alphas.size)
     step_sizes = alphas[:, None]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..envs.gridworld import MOVES
+from ..core._checks import as_float_array, check_finite, check_nonnegative, real_scalar
+from ..envs.gridworld import MOVES, GridWorld
+from ._inputs import check_axes, check_flag
 
 __all__ = ["plot_grid"]
 
@@ -29,9 +31,47 @@ def plot_grid(env, values=None, policy=None, ax=None, title=None, cmap="viridis"
     ax=axes)``); ``label`` names the colour bar. Value labels (``annotate``, grids of at most 64
     cells) use ``fmt`` and ``fontsize`` points, in black or white, whichever reads better on
     the cell's colour; ``letters`` are the cell kinds whose letter is written. Returns ``ax``.
+
+    ``values`` must be finite: NaN or inf is an error, not a blank cell or a colour scale
+    stretched to infinity (it usually means a diverged estimate); ``vmin``/``vmax`` are finite
+    numbers with ``vmin <= vmax``; ``fmt`` must format a float (``"{:.2f}"``, not ``"{:d}"``).
     """
     import matplotlib.pyplot as plt  # only when plotting: keeps `import rlcourse` light
     from matplotlib.patches import Rectangle
+
+    if not isinstance(env, GridWorld):
+        raise TypeError(f"env: expected a GridWorld (or FrozenLake, CliffWalking), got {type(env).__name__}")
+    annotate, colorbar = check_flag("annotate", annotate), check_flag("colorbar", colorbar)
+    check_nonnegative("fontsize", fontsize, positive=True)
+    limits = {}
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None:
+            limits[name] = real_scalar(name, value)
+            check_finite(name, np.asarray(limits[name]))
+    if len(limits) == 2 and limits["vmin"] > limits["vmax"]:
+        raise ValueError(f"vmin: expected vmin <= vmax, got vmin {vmin} and vmax {vmax}")
+    if not isinstance(letters, str):
+        raise TypeError(f"letters: expected a string of cell letters such as 'SGHCW', got "
+                        f"{type(letters).__name__} {letters!r}")
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt: expected a format string such as '{{:.2f}}', got {type(fmt).__name__}")
+    try:
+        fmt.format(0.5)
+    except (ValueError, IndexError, KeyError, TypeError) as err:
+        raise ValueError(f"fmt: {fmt!r} cannot format a value ({type(err).__name__}: {err}); expected "
+                         "a format such as '{:.2f}'") from None
+    if ax is not None:
+        ax = check_axes("ax", ax)
+    if values is not None:
+        values = as_float_array("values", values)  # finite and real: no strings, complex, NaN
+        if values.shape != (env.num_states,):
+            raise ValueError(
+                f"values: expected shape ({env.num_states},) (one per state of env), "
+                f"got {values.shape}"
+            )
+        values = values.astype(np.float64)
+    if policy is not None:
+        policy = _check_policy(env, policy)
 
     n_rows, n_cols = env.shape
     cells = np.array(list("".join(env.layout)))
@@ -39,12 +79,6 @@ def plot_grid(env, values=None, policy=None, ax=None, title=None, cmap="viridis"
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * n_cols + 1.5, 0.6 * n_rows + 0.6))
     if values is not None:
-        values = np.asarray(values, dtype=np.float64)
-        if values.shape != (env.num_states,):
-            raise ValueError(
-                f"values: expected shape ({env.num_states},) (one per state), "
-                f"got {values.shape}"
-            )
         shown = np.ma.masked_array(values, mask=flat).reshape(env.shape)
         img = ax.imshow(shown, cmap=cmap, origin="upper", vmin=vmin, vmax=vmax)
         if colorbar:
@@ -86,20 +120,32 @@ def _live_cells(env) -> np.ndarray:
     return np.flatnonzero(~env.terminal & (np.array(list("".join(env.layout))) != "C"))
 
 
-def _draw_arrows(env, ax, policy) -> None:
+def _check_policy(env, policy) -> np.ndarray:
+    """``policy`` as ``[S]`` int actions in range or ``[S, A]`` probabilities (rows of the cells
+    the agent acts in >= 0 and summing to 1), else an error naming ``policy``."""
     policy = np.asarray(policy)
     if policy.shape == (env.num_states, env.num_actions) and policy.dtype.kind == "f":
-        _draw_probability_arrows(env, ax, policy)
-        return
+        rows_sum = policy.sum(axis=1)
+        live = _live_cells(env)
+        if (policy < 0).any() or not np.allclose(rows_sum[live], 1.0, atol=1e-6):
+            raise ValueError("policy: each row of action probabilities must be >= 0 and sum to 1")
+        return policy
     if policy.shape != (env.num_states,) or policy.dtype.kind not in "iu":
         raise ValueError(
             f"policy: expected shape ({env.num_states},) of ints or "
-            f"({env.num_states}, {env.num_actions}) of probabilities, "
+            f"({env.num_states}, {env.num_actions}) of probabilities (the states and actions of env), "
             f"got shape {policy.shape} dtype {policy.dtype}"
         )
     if policy.size and (policy.min() < 0 or policy.max() >= env.num_actions):
         raise ValueError(f"policy: actions must be in [0, {env.num_actions}), "
                          f"got {policy.min()}..{policy.max()}")
+    return policy
+
+
+def _draw_arrows(env, ax, policy: np.ndarray) -> None:
+    if policy.ndim == 2:
+        _draw_probability_arrows(env, ax, policy)
+        return
     live = _live_cells(env)
     rows, cols = np.divmod(live, env.shape[1])
     moves = np.array(MOVES)[policy[live]]
@@ -113,11 +159,9 @@ def _draw_arrows(env, ax, policy) -> None:
 def _draw_probability_arrows(env, ax, probs: np.ndarray) -> None:
     """One arrow per action with positive probability, from each cell's centre, its length
     proportional to the action's probability relative to the cell's most likely action, so a
-    uniform policy shows four equal arrows rather than one arbitrary one."""
-    rows_sum = probs.sum(axis=1)
+    uniform policy shows four equal arrows rather than one arbitrary one (``probs`` checked by
+    :func:`_check_policy`)."""
     live = _live_cells(env)
-    if (probs < 0).any() or not np.allclose(rows_sum[live], 1.0, atol=1e-6):
-        raise ValueError("policy: each row of action probabilities must be >= 0 and sum to 1")
     rows, cols = np.divmod(live, env.shape[1])
     moves = np.array(MOVES)
     relative = probs[live] / probs[live].max(axis=1, keepdims=True)

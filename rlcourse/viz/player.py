@@ -21,7 +21,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core._checks import as_float_array, check_finite
 from ..envs import Bandit, CartPole, GridWorld, TicTacToe, TicTacToeState
+from ..envs.base import check_actions
+from ._inputs import check_flag
 from .renderers import board_of, cartpole_scene, gridworld_scene, tictactoe_scene
 from .scene import Scene, check_scene, rasterize, shifted, text
 
@@ -63,10 +66,11 @@ def _returns(name: str, rewards, frames: int) -> tuple | None:
     """Returns so far at each of ``frames`` frames from ``rewards [frames - 1]``."""
     if rewards is None:
         return None
-    r = np.asarray(rewards, dtype=np.float64) if not isinstance(rewards, str) else np.array([[]])
-    if r.shape != (frames - 1,) or not np.isfinite(r).all():
+    r = as_float_array(name, rewards)  # finite and real: no strings, complex, NaN
+    if r.shape != (frames - 1,):
         raise ValueError(f"{name}: expected {frames - 1} finite rewards (one per transition between "
                          f"the {frames} frames), got shape {r.shape}")
+    r = r.astype(np.float64)
     return tuple(_short(v) for v in np.concatenate([[0.0], np.cumsum(r)]))
 
 
@@ -83,13 +87,20 @@ class Animation:
     ``Animation(scenes, caption, fps=10, rewards=None)`` makes one panel from a list of
     :class:`Scene` (e.g. ``rc.bandit_scene`` of each step); ``rewards [len(scenes) - 1]`` adds the
     return so far under it. :func:`animate` and :func:`side_by_side` build the usual ones. A panel
-    shorter than the others holds its last frame. In Jupyter the animation displays as a player
+    shorter than the others holds its last frame. Scenes may differ in size: a panel is as large
+    as its largest scene, each drawn from the top-left corner (so every frame, and a GIF, has one
+    size). ``fps`` is a number in (0, 1000]. In Jupyter the animation displays as a player
     (play/pause, step, speed, a frame slider and counter); ``save("x.html")`` writes it as a
     self-contained page, ``save("x.gif")`` as a GIF; ``frame(i)`` is frame ``i`` as an RGB array.
     """
 
     def __init__(self, scenes, caption: str = "", fps: float = 10, rewards=None):
-        scenes = tuple(scenes) if not isinstance(scenes, Scene) else (scenes,)
+        if isinstance(scenes, Scene):
+            scenes = (scenes,)
+        elif isinstance(scenes, (str, bytes, np.ndarray)) or not hasattr(scenes, "__iter__"):
+            raise TypeError(f"scenes: expected a list of Scenes (e.g. rc.bandit_scene of each step), "
+                            f"got {type(scenes).__name__}")
+        scenes = tuple(scenes)
         if not scenes:
             raise ValueError("scenes: expected at least one Scene, got none")
         for t, scene in enumerate(scenes):
@@ -357,15 +368,16 @@ def _actor(env, policy, options: dict):
         raise TypeError(f"policy: expected a function obs -> actions, an action table or a Q-table, "
                         f"got {type(policy).__name__}")
     if not isinstance(env, GridWorld):
-        raise TypeError(f"policy: a table policy needs a grid world; for a {type(env).__name__} pass "
-                        "a function obs -> actions")
+        raise TypeError(f"policy: a table policy needs a grid world env; for a {type(env).__name__} env "
+                        "pass a function obs -> actions")
     table = np.asarray(policy)
     S, A = env.num_states, env.num_actions
     if table.shape == (S, A) and table.dtype.kind == "f" and np.isfinite(table).all():
         table = table.argmax(axis=1)
     elif table.shape != (S,) or table.dtype.kind not in "iu" or (table.min() < 0 or table.max() >= A):
         raise ValueError(f"policy: expected an action table [{S}] of ints in [0, {A}) or a Q-table "
-                         f"[{S}, {A}] of finite floats, got shape {table.shape} dtype {table.dtype}")
+                         f"[{S}, {A}] of finite floats (the states and actions of env), got shape "
+                         f"{table.shape} dtype {table.dtype}")
     options.setdefault("policy", table)
     return lambda obs: table[obs]
 
@@ -381,7 +393,7 @@ def _record(env, act, episodes: int, seed: int, max_steps: int):
     for e in range(episodes):
         total, cut = 0.0, True
         for _ in range(max_steps):
-            step = env.step(act(obs))
+            step = env.step(_actions(env, act, obs))
             total += float(step.reward[0])
             states.append(np.array(step.final_obs[0]))
             returns.append(_short(total))
@@ -405,6 +417,16 @@ def _record(env, act, episodes: int, seed: int, max_steps: int):
     return states, tuple(returns), tuple(starts), summary
 
 
+def _actions(env, act, obs) -> np.ndarray:
+    """``act(obs)`` checked as ``[n]`` int actions in range, an error naming ``policy`` if not."""
+    actions = act(obs)
+    try:
+        return check_actions(actions, env.n, env.num_actions)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"policy: returned {actions!r} for observations of shape {np.shape(obs)}, "
+                        f"not actions env can take ({err})") from None
+
+
 def _check_states(env, states) -> list:
     """Stored states as a list of per-frame states, with errors naming ``states``."""
     if isinstance(env, CartPole):
@@ -412,6 +434,7 @@ def _check_states(env, states) -> list:
         if arr.dtype == object or arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1:] != (4,):
             raise ValueError("states: expected CartPole states of shape [T, 4] (x, x_dot, theta, "
                              f"theta_dot per frame), got shape {arr.shape} dtype {arr.dtype}")
+        check_finite("states", arr)
     else:
         arr = np.asarray(states) if not isinstance(states, str) else np.array(states)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and not (
@@ -428,9 +451,10 @@ def _check_states(env, states) -> list:
 def _scenes(env, frames, starts, options) -> tuple:
     if isinstance(env, CartPole):
         if options:
-            raise TypeError(f"animate: CartPole's renderer takes no options, got {sorted(options)}")
+            raise TypeError(f"{sorted(options)[0]}: not an option of a CartPole env's renderer (it "
+                            f"takes none), got options {sorted(options)}")
         return tuple(cartpole_scene(s) for s in frames)
-    trail = options.pop("trail", True)
+    trail = check_flag("trail", options.pop("trail", True))
     scenes, visited, starts = [], set(), set(starts)
     for t, s in enumerate(frames):
         if t in starts:
@@ -447,7 +471,12 @@ def _game_panel(game, policy, states, max_steps: int, caption) -> Panel:
             raise TypeError(f"policy: expected a function state -> action, got {type(policy).__name__}")
         state, states = game.initial_state(), [game.initial_state()]
         while not game.is_terminal(state) and len(states) <= max_steps:
-            state = game.apply(state, policy(state))
+            action = policy(state)
+            try:
+                state = game.apply(state, action)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"policy: returned {action!r} for {state!r}, not a legal move "
+                                f"({err})") from None
             states.append(state)
     elif isinstance(states, (str, bytes)) or not hasattr(states, "__len__"):
         raise ValueError(f"states: expected a list of TicTacToe states or 9-int boards, got {states!r}")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count
+from ..core._checks import as_float_array, check_count, check_finite, real_scalar
+from ._inputs import check_axes, check_flag
 
 __all__ = ["learning_curve", "ppo_diagnostics", "moving_average"]
 
@@ -26,9 +27,27 @@ def _axes(ax, figsize=(8, 3.5)):
     import matplotlib.pyplot as plt
 
     if ax is not None:
-        return ax
+        return check_axes("ax", ax)
     _, ax = plt.subplots(figsize=figsize, dpi=100)
     return ax
+
+
+def _curve(result) -> tuple:
+    """``(end_steps, returns)`` of a training result or a pair, as 1-D finite float64 arrays."""
+    if hasattr(result, "episode_returns") and hasattr(result, "episode_end_steps"):
+        steps, returns = result.episode_end_steps, result.episode_returns
+    elif isinstance(result, (tuple, list)):
+        if len(result) != 2:
+            raise ValueError(f"result: expected a pair (end_steps, returns), got {len(result)} items")
+        steps, returns = result
+    else:
+        raise TypeError("result: expected a training result (with episode_returns and "
+                        f"episode_end_steps) or a pair (end_steps, returns), got {type(result).__name__}")
+    steps, returns = (as_float_array("result", a).astype(np.float64) for a in (steps, returns))
+    if steps.ndim != 1 or steps.shape != returns.shape:
+        raise ValueError(f"result: expected end steps and returns of one shape [E], got {steps.shape} "
+                         f"and {returns.shape}")
+    return steps, returns
 
 
 def learning_curve(result, ax=None, window: int = 20, label: str | None = None,
@@ -38,16 +57,15 @@ def learning_curve(result, ax=None, window: int = 20, label: str | None = None,
     ``result`` is a training result (with ``episode_returns`` and ``episode_end_steps``) or a
     pair ``(end_steps, returns)``. Draws the raw returns faintly (if ``raw``) and their moving
     average over ``window`` episodes; ``target`` adds a dashed line (e.g. 475 for CartPole).
-    Returns the axes.
+    Steps and returns must be finite: a NaN or inf return is an error naming ``result``, not a
+    gap, as one would spread through the moving average. Returns the axes.
     """
-    if isinstance(result, tuple):
-        steps, returns = (np.asarray(a, dtype=np.float64) for a in result)
-    else:
-        steps = np.asarray(result.episode_end_steps, dtype=np.float64)
-        returns = np.asarray(result.episode_returns, dtype=np.float64)
-    if steps.shape != returns.shape:
-        raise ValueError(f"end steps and returns must have the same shape, got {steps.shape} "
-                         f"and {returns.shape}")
+    steps, returns = _curve(result)
+    window = check_count("window", window)
+    raw = check_flag("raw", raw)
+    if target is not None:
+        target = real_scalar("target", target)
+        check_finite("target", np.asarray(target))
     ax = _axes(ax)
     if returns.size:
         line, = ax.plot(steps, moving_average(returns, window), label=label)
@@ -71,19 +89,31 @@ _PANELS = (
 def ppo_diagnostics(results, labels=None, axes=None):
     """A 2 x 2 grid of per-update diagnostics against env steps: approx KL, clip fraction,
     entropy and the critic's explained variance. ``results`` is one training result or a list
-    (drawn as separate lines, named by ``labels``). Returns the array of axes."""
+    (drawn as separate lines, named by ``labels``: a list of one per result, or a string for one
+    result); ``axes`` four matplotlib axes (e.g. ``plt.subplots(2, 2)[1]``). Each history key is
+    drawn as it is: a NaN or inf entry (a diverged update) shows as a gap in its line, nothing
+    is smoothed (``history["steps"]``, the x axis, must be finite). Returns the array of axes."""
     import matplotlib.pyplot as plt
 
     if not isinstance(results, (list, tuple)):
         results = [results]
+    if not results:
+        raise ValueError("results: expected a training result or a non-empty list of them, got none")
+    curves = [_diagnostics(f"results[{j}]", r) for j, r in enumerate(results)]
+    if isinstance(labels, str):
+        labels = [labels]
+    elif labels is not None and (isinstance(labels, bytes) or not hasattr(labels, "__iter__")):
+        raise TypeError(f"labels: expected a list of {len(results)} labels, got {type(labels).__name__}")
     labels = list(labels) if labels is not None else [None] * len(results)
     if len(labels) != len(results):
         raise ValueError(f"labels: expected {len(results)} labels, got {len(labels)}")
     if axes is None:
         _, axes = plt.subplots(2, 2, figsize=(9, 5.5), dpi=100, sharex=True)
-    for result, label in zip(results, labels):
-        for ax, (key, _) in zip(np.ravel(axes), _PANELS):
-            ax.plot(result.history["steps"], result.history[key], label=label, lw=1)
+    else:
+        check_axes("axes", axes, count=len(_PANELS))
+    for (steps, series), label in zip(curves, labels):
+        for ax, values in zip(np.ravel(axes), series):
+            ax.plot(steps, values, label=label, lw=1)
     for ax, (_, name) in zip(np.ravel(axes), _PANELS):
         ax.set_ylabel(name)
     for ax in np.ravel(axes)[2:]:
@@ -91,3 +121,27 @@ def ppo_diagnostics(results, labels=None, axes=None):
     if any(label is not None for label in labels):
         np.ravel(axes)[0].legend(fontsize=9)
     return axes
+
+
+def _diagnostics(name: str, result) -> tuple:
+    """``(steps, [one array per panel])`` of a PPO result's history, each ``[U]`` of real numbers
+    (NaN and inf allowed: they are drawn as gaps)."""
+    history = getattr(result, "history", None)
+    if not isinstance(history, dict):
+        raise TypeError(f"{name}: expected a PPO training result (with a history dict), got "
+                        f"{type(result).__name__}")
+    missing = [k for k in ("steps", *(key for key, _ in _PANELS)) if k not in history]
+    if missing:
+        raise ValueError(f"{name}: its history has no {missing} (is it a PPO result?); it has "
+                         f"{sorted(history)}")
+    steps = np.asarray(history["steps"])
+    series = []
+    for key in ("steps", *(key for key, _ in _PANELS)):
+        arr = np.asarray(history[key])
+        if arr.dtype == object or arr.dtype.kind not in "biuf" or arr.ndim != 1 \
+                or arr.shape != steps.shape:
+            raise ValueError(f"{name}: history[{key!r}] should be [U] real numbers, one per update as "
+                             f"history['steps'] {steps.shape}, got shape {arr.shape} dtype {arr.dtype}")
+        series.append(arr)
+    check_finite(f"{name}: history['steps']", series[0])
+    return series[0], series[1:]

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ..core._checks import as_float_array, real_scalar
 from ..envs import Bandit, CartPole, GridWorld, TicTacToe, TicTacToeState
 from ..envs.cartpole import LENGTH, THETA_THRESHOLD, X_THRESHOLD
 from ..envs.gridworld import MOVES
@@ -101,14 +102,24 @@ def _value_colours(values: np.ndarray) -> list[str]:
     return ["#" + "".join(f"{round(c * 255):02x}" for c in row) for row in rgb]
 
 
-def _grid_state(env, state) -> int:
+def _grid_state(env, state, name: str = "state") -> int:
     if isinstance(state, np.ndarray) and state.shape == () or isinstance(state, np.integer):
         state = state.item()
     if isinstance(state, bool) or not isinstance(state, numbers.Integral):
-        raise TypeError(f"state: expected an int cell index in [0, {env.num_states}), got {state!r}")
+        raise TypeError(f"{name}: expected an int cell index in [0, {env.num_states}), got {state!r}")
     if not 0 <= state < env.num_states:
-        raise ValueError(f"state: expected an int cell index in [0, {env.num_states}), got {state}")
+        raise ValueError(f"{name}: expected an int cell index in [0, {env.num_states}), got {state}")
     return int(state)
+
+
+def _visited(env, visited) -> set:
+    """The cells of ``visited`` (any iterable of int cell indices; ``None`` for none)."""
+    if visited is None:
+        return set()
+    if isinstance(visited, (str, bytes)) or not hasattr(visited, "__iter__"):
+        raise TypeError(f"visited: expected cell indices (ints in [0, {env.num_states})), "
+                        f"got {type(visited).__name__} {visited!r}")
+    return {_grid_state(env, v, f"visited[{i}]") for i, v in enumerate(visited)}
 
 
 def gridworld_scene(env: GridWorld, state, values=None, policy=None, visited=()) -> Scene:
@@ -116,9 +127,10 @@ def gridworld_scene(env: GridWorld, state, values=None, policy=None, visited=())
 
     Cells: start pale yellow, goal green, hole blue, cliff brown, wall grey, each special cell
     lettered in its corner. ``values [S]`` colours the free cells from light red (low) to light
-    green (high); ``policy [S]`` (int actions) draws an arrow on every cell the agent can act in;
-    ``visited`` (cell indices) marks a trail of small dots. Scene of ``32 * cols`` x
-    ``32 * rows`` logical px.
+    green (high); they must be finite (NaN or inf is an error, not a blank cell: it usually
+    means a diverged estimate). ``policy [S]`` (int actions) draws an arrow on every cell the
+    agent can act in; ``visited`` (cell indices) marks a trail of small dots. Scene of
+    ``32 * cols`` x ``32 * rows`` logical px.
     """
     if not isinstance(env, GridWorld):
         raise TypeError(f"env: expected a GridWorld (or FrozenLake, CliffWalking), got {type(env).__name__}")
@@ -128,9 +140,11 @@ def gridworld_scene(env: GridWorld, state, values=None, policy=None, visited=())
     S = env.num_states
     fills = [CELL_COLOURS[c] for c in cells]
     if values is not None:
-        values = np.asarray(values, dtype=np.float64)
-        if values.shape != (S,) or not np.isfinite(values).all():
-            raise ValueError(f"values: expected {S} finite values (one per cell), got shape {values.shape}")
+        values = as_float_array("values", values)  # finite and real: no strings, complex, NaN
+        if values.shape != (S,):
+            raise ValueError(f"values: expected {S} finite values (one per cell of env), "
+                             f"got shape {values.shape}")
+        values = values.astype(np.float64)
         free = np.array([c in ".FS" for c in cells])
         shaded = _value_colours(values[free]) if free.any() else []
         for s, colour in zip(np.flatnonzero(free).tolist(), shaded):
@@ -144,7 +158,7 @@ def gridworld_scene(env: GridWorld, state, values=None, policy=None, visited=())
     if policy is not None:
         policy = np.asarray(policy)
         if policy.shape != (S,) or policy.dtype.kind not in "iu":
-            raise ValueError(f"policy: expected {S} int actions (one per cell), "
+            raise ValueError(f"policy: expected {S} int actions (one per cell of env), "
                              f"got shape {policy.shape} dtype {policy.dtype}")
         if S and (policy.min() < 0 or policy.max() >= len(MOVES)):
             raise ValueError(f"policy: actions must be in [0, {len(MOVES)}), "
@@ -152,7 +166,7 @@ def gridworld_scene(env: GridWorld, state, values=None, policy=None, visited=())
         for s, c in enumerate(cells):
             if c in ".FS":  # no arrow where the agent never acts: goal, holes, cliff, walls
                 shapes.extend(_arrow(s, cols, MOVES[int(policy[s])]))
-    for s in sorted({_grid_state(env, v) for v in visited} - {state}):
+    for s in sorted(_visited(env, visited) - {state}):
         r, k = divmod(s, cols)
         shapes.append(circle((k + 0.5) * CELL, (r + 0.5) * CELL, 3.5, fill=TRAIL_COLOUR))
     r, k = divmod(state, cols)
@@ -186,6 +200,8 @@ def board_of(state, name: str = "state") -> tuple[tuple, int]:
     """``(board, player to move)`` from a TicTacToeState, 9 ints or a 3x3 array; errors name ``name``."""
     if isinstance(state, TicTacToeState):
         board, player = state.board, state.player
+        if isinstance(player, bool) or player not in (1, -1):
+            raise ValueError(f"{name}: expected the player to move to be 1 (X) or -1 (O), got {state!r}")
     else:
         board, player = state, None
     try:
@@ -198,20 +214,27 @@ def board_of(state, name: str = "state") -> tuple[tuple, int]:
                          f"got {state!r}")
     board = tuple(int(v) for v in arr.reshape(9))
     if player is None:  # X moves first, so X is to move when the counts are equal
-        player = 1 if board.count(1) == board.count(-1) else -1
+        xs, os = board.count(1), board.count(-1)
+        if xs - os not in (0, 1):
+            raise ValueError(f"{name}: a board of {xs} X and {os} O cannot arise with X moving first "
+                             f"(pass a TicTacToeState to say who moves), got {state!r}")
+        player = 1 if xs == os else -1
     return board, player
 
 
 def tictactoe_scene(state, last: int | None = None) -> Scene:
     """A tic-tac-toe board: X blue, O red, the cell ``last`` (the move just made) shaded, a
     winning line struck through in green, and the status ("X to move", "O wins", "draw") below.
-    ``state`` is a :class:`~rlcourse.TicTacToeState` or 9 ints (``1`` X, ``-1`` O, ``0`` empty).
+    ``state`` is a :class:`~rlcourse.TicTacToeState` or 9 ints (``1`` X, ``-1`` O, ``0`` empty;
+    X moves first, so a bare board has as many X as O, or one more).
     Scene of 140 x 160 logical px.
     """
     board, player = board_of(state)
     if last is not None and (isinstance(last, bool) or not isinstance(last, numbers.Integral)
                              or not 0 <= last < 9):
         raise ValueError(f"last: expected a cell index 0..8 or None, got {last!r}")
+    if last is not None and board[last] == 0:
+        raise ValueError(f"last: cell {last} is empty; expected the cell of the move just made")
     m, c = TTT_MARGIN, TTT_CELL
     shapes = []
     if last is not None:
@@ -256,27 +279,36 @@ ESTIMATE_COLOUR, PULLED_COLOUR = "#9ecae1", "#1f77b4"
 def bandit_scene(estimates, means=None, pulled: int | None = None, ylim=None) -> Scene:
     """A bar per arm of ``estimates [k]``, the ``pulled`` arm's bar dark, the true ``means [k]``
     (if given) as black ticks, and the arm numbers below. ``ylim = (low, high)`` fixes the value
-    axis (pass the same one for every frame of an animation); by default it spans [-3, 3] widened
-    to the data. Scene of ``max(200, 24 k + 40)`` x 150 logical px.
+    axis (pass the same one for every frame of an animation), two finite numbers; by default it
+    spans [-3, 3] widened to the data. ``estimates`` and ``means`` must be finite. Scene of
+    ``max(200, 24 k + 40)`` x 150 logical px.
     """
-    q = np.asarray(estimates, dtype=np.float64) if not isinstance(estimates, str) else np.array([])
-    if q.ndim != 1 or q.size == 0 or not np.isfinite(q).all():
-        raise ValueError(f"estimates: expected a non-empty 1-D array of finite values [k], got {estimates!r}")
+    q = as_float_array("estimates", estimates)  # finite and real: no strings, complex, NaN
+    if q.ndim != 1 or q.size == 0:
+        raise ValueError(f"estimates: expected a non-empty 1-D array of finite values [k], "
+                         f"got shape {q.shape}")
+    q = q.astype(np.float64)
     k = q.size
     mu = None
     if means is not None:
-        mu = np.asarray(means, dtype=np.float64)
-        if mu.shape != (k,) or not np.isfinite(mu).all():
+        mu = as_float_array("means", means)
+        if mu.shape != (k,):
             raise ValueError(f"means: expected shape ({k},) (one per arm, as estimates), got {mu.shape}")
+        mu = mu.astype(np.float64)
     if pulled is not None and (isinstance(pulled, bool) or not isinstance(pulled, numbers.Integral)
                                or not 0 <= pulled < k):
         raise ValueError(f"pulled: expected an arm index in [0, {k}) or None, got {pulled!r}")
     if ylim is None:
         data = q if mu is None else np.concatenate([q, mu])
         ylim = (min(-3.0, math.floor(data.min())), max(3.0, math.ceil(data.max())))
-    lo, hi = (float(v) for v in ylim)
-    if not hi > lo:
-        raise ValueError(f"ylim: expected (low, high) with low < high, got {ylim!r}")
+        lo, hi = ylim
+    else:
+        if isinstance(ylim, (str, bytes)) or not hasattr(ylim, "__len__") or len(ylim) != 2:
+            raise ValueError(f"ylim: expected (low, high), two finite numbers, got {ylim!r}")
+        lo, hi = (real_scalar("ylim", v) for v in ylim)
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise ValueError(f"ylim: expected (low, high) with finite low < high, got {ylim!r}")
     width = max(200, int(BAR_SLOT * k + 40))
     top, bottom = 24.0, BANDIT_H - 22.0
     y_of = lambda v: bottom - (min(max(v, lo), hi) - lo) / (hi - lo) * (bottom - top)
@@ -299,20 +331,37 @@ def bandit_scene(estimates, means=None, pulled: int | None = None, ylim=None) ->
 
 
 # -- dispatch ----------------------------------------------------------------------------------
+# The options each renderer takes besides the state (``copy``: which bandit copy's means).
+_OPTIONS = ((CartPole, ()), (GridWorld, ("values", "policy", "visited")), (TicTacToe, ("last",)),
+            (Bandit, ("means", "pulled", "ylim", "copy")))
+
+
+def _renderer_options(env) -> tuple:
+    for kind, names in _OPTIONS:
+        if isinstance(env, kind):
+            return names
+    raise TypeError(f"env: expected a CartPole, GridWorld (FrozenLake, CliffWalking), TicTacToe or "
+                    f"Bandit, got {type(env).__name__}")
+
+
 def scene_for(env, state, **options) -> Scene:
     """The scene of ``state`` drawn by the renderer of ``env``'s type."""
+    allowed = _renderer_options(env)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(f"{unknown[0]}: not an option of the renderer of a {type(env).__name__} env "
+                        f"(its options: {', '.join(allowed) or 'none'})")
     if isinstance(env, CartPole):
         return cartpole_scene(state, **options)
     if isinstance(env, GridWorld):
         return gridworld_scene(env, state, **options)
     if isinstance(env, TicTacToe):
         return tictactoe_scene(state, **options)
-    if isinstance(env, Bandit):
-        copy = options.pop("copy", 0)
-        options.setdefault("means", env.means[copy])
-        return bandit_scene(state, **options)
-    raise TypeError(f"env: expected a CartPole, GridWorld (FrozenLake, CliffWalking), TicTacToe or "
-                    f"Bandit, got {type(env).__name__}")
+    copy = options.pop("copy", 0)
+    if isinstance(copy, bool) or not isinstance(copy, numbers.Integral) or not 0 <= copy < env.n:
+        raise ValueError(f"copy: expected a copy index in [0, {env.n}) of env, got {copy!r}")
+    options.setdefault("means", env.means[copy])
+    return bandit_scene(state, **options)
 
 
 def render(env, state=None, scale: float = 2.0, **options) -> np.ndarray:
@@ -321,11 +370,14 @@ def render(env, state=None, scale: float = 2.0, **options) -> np.ndarray:
     ``state``: CartPole ``[4]``; grid world an int cell; TicTacToe a state or 9 ints; Bandit the
     estimates ``[arms]`` (the true means are ``env.means[0]``). ``None`` draws copy 0's current
     state (CartPole, grid worlds). ``options`` go to the renderer (e.g. ``values``, ``policy``
-    for grid worlds, ``pulled`` for the bandit). Show it with ``plt.imshow(rc.render(env))``.
+    for grid worlds, ``pulled`` for the bandit); an option that renderer does not take is an
+    error. Show it with ``plt.imshow(rc.render(env))``.
     """
+    _renderer_options(env)  # an env of a kind no renderer draws is an error naming env
     if state is None:
         if not isinstance(env, (CartPole, GridWorld)):
-            raise ValueError(f"state: required for a {type(env).__name__} (it has no current state to draw)")
+            raise ValueError(f"state: required for a {type(env).__name__} env (it has no current "
+                             "state to draw)")
         if not getattr(env, "_was_reset", True):
             raise ValueError("state: env has not been reset, so it has no current state; call "
                              "env.reset(seed) or pass a state")

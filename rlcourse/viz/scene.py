@@ -21,10 +21,15 @@ browser's canvas in the HTML player, so what a test checks in the array is what 
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import os
+import re
 from typing import NamedTuple
 
 import numpy as np
+
+from ..core._checks import check_nonnegative
 
 __all__ = ["Scene", "rasterize"]
 
@@ -86,12 +91,30 @@ def shifted(shape: tuple, dx: float, dy: float) -> tuple:
     return (kind, st, *(_num(v + (dx if j % 2 == 0 else dy)) for j, v in enumerate(values)))
 
 
+_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+MAX_PIXELS = 16_000_000  # rasterize refuses a larger image (4000 x 4000): it would exhaust memory
+
+
+def _real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+        and math.isfinite(value)
+
+
 def check_scene(name: str, scene) -> Scene:
-    """``scene`` as a :class:`Scene`, or an error naming ``name`` and the first bad shape."""
+    """``scene`` as a :class:`Scene`, or an error naming ``name`` and the first bad shape.
+
+    Width and height are finite numbers > 0; every shape has a known kind, a style ``(fill,
+    stroke, width, align)`` with colours ``"#rrggbb"`` or ``None``, a finite ``width >= 0`` and
+    ``align`` 0, 1 or 2, and finite numbers for coordinates (a string for a text's text).
+    """
     if not isinstance(scene, Scene):
         raise TypeError(f"{name}: expected a Scene (width, height, shapes), got {type(scene).__name__}")
-    if not (scene.width > 0 and scene.height > 0):
-        raise ValueError(f"{name}: expected a positive width and height, got {scene.width}x{scene.height}")
+    if not (_real(scene.width) and _real(scene.height) and scene.width > 0 and scene.height > 0):
+        raise ValueError(f"{name}: expected a finite positive width and height, got "
+                         f"{scene.width!r} x {scene.height!r}")
+    if not isinstance(scene.shapes, (tuple, list)):
+        raise TypeError(f"{name}: expected shapes as a tuple of shape tuples, got "
+                        f"{type(scene.shapes).__name__}")
     for j, shape in enumerate(scene.shapes):
         kind = shape[0] if isinstance(shape, tuple) and shape else None
         if kind not in _KINDS or len(shape) < 3 or not isinstance(shape[1], tuple) or len(shape[1]) != 4:
@@ -103,6 +126,17 @@ def check_scene(name: str, scene) -> Scene:
                              f"coordinates, got {count}")
         if kind not in "lp" and count != _KINDS[kind]:
             raise ValueError(f"{name}: shape {j} ({kind!r}) needs {_KINDS[kind]} values, got {count}")
+        fill, stroke, width, align = shape[1]
+        for colour in (fill, stroke):
+            if colour is not None and not (isinstance(colour, str) and _COLOUR.fullmatch(colour)):
+                raise ValueError(f"{name}: shape {j} has colour {colour!r}; expected \"#rrggbb\" or None")
+        if not (_real(width) and width >= 0) or align not in (0, 1, 2) or isinstance(align, bool):
+            raise ValueError(f"{name}: shape {j} has style {shape[1]!r}; expected a finite width "
+                             f">= 0 and align 0, 1 or 2")
+        values = shape[2:-1] if kind == "t" else shape[2:]
+        if not all(_real(v) for v in values) or (kind == "t" and not isinstance(shape[-1], str)):
+            raise ValueError(f"{name}: shape {j} is {shape!r}; expected finite numbers as its "
+                             "coordinates" + (" and a string as its text" if kind == "t" else ""))
     return scene
 
 
@@ -125,13 +159,18 @@ def rasterize(scene: Scene, scale: float = 2.0) -> np.ndarray:
 
     Deterministic (the same scene gives the same bytes). Shapes are drawn at twice the size and
     averaged down, so slanted edges are smooth; the inside of a shape keeps its exact colour.
+    ``scale`` is a finite number > 0; an image of more than 16 million pixels (4000 x 4000) is
+    refused rather than exhausting memory. A bad ``scene`` (see :func:`check_scene`) is an error.
     """
     from PIL import Image, ImageDraw
 
     scene = check_scene("scene", scene)
-    if not scale > 0:
-        raise ValueError(f"scale: expected a positive number, got {scale}")
+    scale = check_nonnegative("scale", scale, positive=True)
     w, h = max(1, round(scene.width * scale)), max(1, round(scene.height * scale))
+    if w * h > MAX_PIXELS:
+        raise ValueError(f"scale: the scene ({scene.width} x {scene.height}) at scale {scale:g} would "
+                         f"be a {w} x {h} image, more than {MAX_PIXELS} pixels; lower the scale or "
+                         "the scene size")
     s = scale * _SUPERSAMPLE
     image = Image.new("RGB", (w * _SUPERSAMPLE, h * _SUPERSAMPLE), "#ffffff")
     draw = ImageDraw.Draw(image)

@@ -12,11 +12,30 @@ _WRAP = 36  # characters per line of a text cell
 
 class SamplesTable:
     """Rows of ``(prompt, samples per column)``; Jupyter shows it as an HTML table, ``print`` as
-    text. ``headers`` names the columns, ``rows`` holds the strings (a cell is a tuple of
-    samples). Both views are deterministic."""
+    text. ``headers`` names the columns (strings, the first one the prompt's), ``rows`` holds
+    the strings: each row ``(prompt, cell, ...)`` with one entry per header, a cell a tuple of
+    samples (a single string is one sample). Both views are deterministic."""
 
     def __init__(self, headers: tuple, rows: tuple):
-        self.headers, self.rows = headers, rows
+        headers = tuple(_strings("headers", headers))
+        if len(headers) < 2:
+            raise ValueError(f"headers: expected the prompt's header and at least one column's, "
+                             f"got {headers!r}")
+        if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+            raise TypeError(f"rows: expected a list of rows (prompt, samples, ...), "
+                            f"got {type(rows).__name__}")
+        checked = []
+        for i, row in enumerate(rows):
+            if isinstance(row, (str, bytes)) or not hasattr(row, "__len__") or len(row) != len(headers):
+                raise ValueError(f"rows[{i}]: expected {len(headers)} entries (prompt, then one per "
+                                 f"column of headers), got {row!r}")
+            prompt, *cells = row
+            if not isinstance(prompt, str):
+                raise TypeError(f"rows[{i}][0]: expected the prompt as a string, got {type(prompt).__name__}")
+            checked.append((prompt, *((c,) if isinstance(c, str) else
+                                      tuple(_strings(f"rows[{i}][{j + 1}]", c))
+                                      for j, c in enumerate(cells))))
+        self.headers, self.rows = headers, tuple(checked)
 
     def __str__(self) -> str:
         cells = [[[self.headers[0]], *[[h] for h in self.headers[1:]]]]
@@ -74,6 +93,9 @@ def samples_table(prompts, before, after=None, labels=("before", "after")) -> Sa
     """
     prompts = _strings("prompts", prompts)
     columns = [("before", before)] + ([] if after is None else [("after", after)])
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
+        raise TypeError(f"labels: expected a column name per column, e.g. ('before', 'after'), "
+                        f"got {type(labels).__name__} {labels!r}")
     labels = tuple(str(x) for x in labels)
     if len(labels) < len(columns):
         raise ValueError(f"labels: expected {len(columns)} column names, got {labels!r}")

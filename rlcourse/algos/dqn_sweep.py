@@ -1,0 +1,229 @@
+"""Many DQN runs side by side: one batched network pass serves every run.
+
+DQN on a small network spends most of its time in Python overhead: each gradient step is a
+few dozen numpy calls on a minibatch of 64, whatever the network computes. Here ``S`` runs
+(*members*) advance in lockstep: one environment step for all of them, one stacked forward
+pass to act (``[S, n, d] @ [S, d, h]``), and per gradient step one forward and backward pass
+of the stacked networks on every member's own minibatch. Each member keeps its own seed and
+random stream, initial parameters, replay buffer, epsilon schedule, Adam state, learning rate
+and its annealing, gradient clipping, target network and target period, and Double or plain
+targets, so each is the run :func:`~rlcourse.algos.dqn.dqn` makes with the same settings:
+``tests/test_sweep.py`` checks this against single runs, update by update.
+
+Members differ in the settings listed in ``DQN_PER_MEMBER``; the timing of the loop
+(``total_steps``, ``batch_size``, ``learning_starts``, ``train_freq``, ``gradient_steps``)
+is shared, so every member trains at the same steps. The network is an MLP from
+:func:`~rlcourse.core.nn.mlp_init` applied as :func:`~rlcourse.core.nn.mlp` with
+``activation`` (the same sizes for every member).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import autodiff as ad
+from ..core._checks import agent_rng
+from ..core.blas import single_thread_blas
+from ..core.losses import huber
+from ..core.nn import _ACTIVATIONS
+from ..core.optim import linear_schedule
+from . import dqn as _dqn
+from .sweep import _adam, _EnvList, _signature_defaults, _stack, checked_member
+from .trainer import TrainingLog
+
+__all__ = ["dqn_sweep"]
+
+DQN_PER_MEMBER = ("seed", "lr", "gamma", "buffer_size", "target_update", "tau", "epsilon_start",
+                  "epsilon_end", "exploration_fraction", "double", "max_grad_norm", "anneal_lr")
+_SHARED = ("batch_size", "learning_starts", "train_freq", "gradient_steps")
+
+
+@single_thread_blas()
+def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation: str = "relu",
+              batch_size: int = 64, learning_starts: int = 1_000, train_freq: int = 256,
+              gradient_steps: int = 128, dtype=np.float32, callbacks=None, **shared):
+    """Train ``len(members)`` DQN runs side by side; returns one ``TrainResult`` per member.
+
+    Args:
+        envs: one vector environment per member, all with the same ``n``; member ``m``'s is
+            reset with its seed, exactly as ``rc.dqn`` resets its env.
+        params: one :func:`~rlcourse.core.nn.mlp_init` tree per member (all the same sizes),
+            or one tree for all; the network is ``rc.mlp(params, obs, activation)``.
+        total_steps, batch_size, learning_starts, train_freq, gradient_steps, dtype: as in
+            ``rc.dqn``, shared by all members.
+        members: one dict per member: ``seed`` and any of ``rc.dqn``'s ``lr, gamma,
+            buffer_size, target_update, tau, epsilon_start, epsilon_end, exploration_fraction,
+            double, max_grad_norm, anneal_lr``; a setting a member leaves out comes from
+            ``shared`` (the other keyword arguments, e.g. ``**rc.DQN_CARTPOLE``), else from
+            ``rc.dqn``'s default.
+        callbacks: None, or one callback per member (each None or a function), called as
+            ``rc.dqn`` calls its callback, with that member's params. Their return value is
+            ignored: a member cannot stop early, the members move in lockstep.
+
+    The optimiser is ``rc.dqn``'s default, Adam with ``eps=1e-8``. Each result's ``settings``
+    are its member's; its history has ``rc.dqn``'s keys, and ``extras["target_params"]`` its
+    target network; ``wall_time`` is the whole sweep's.
+    """
+    settings = _member_settings(total_steps, members, batch_size, learning_starts, train_freq,
+                                gradient_steps, dtype, shared)
+    S = len(settings)
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+    act = _ACTIVATIONS[activation]
+    if not isinstance(envs, (list, tuple)) or len(envs) != S:
+        raise ValueError(f"envs: expected a list of one env per member ({S}), got "
+                         f"{type(envs).__name__}")
+    env = _EnvList(envs)
+    k, num_actions, obs_shape = envs[0].n, env.num_actions, envs[0].observation_shape
+    callbacks = [None] * S if callbacks is None else list(callbacks)
+    if len(callbacks) != S:
+        raise ValueError(f"callbacks: expected one per member ({S}), got {len(callbacks)}")
+    params_list = list(params) if isinstance(params, (list, tuple)) and \
+        isinstance(params[0], (list, tuple)) else [params] * S
+    if len(params_list) != S:
+        raise ValueError(f"params: expected one tree per member ({S}), got {len(params_list)}")
+    dtype = np.dtype(dtype)
+    theta, stacked, member_params = _stack(params_list, dtype)
+    target_theta, target_stacked, target_member = _stack(params_list, dtype)
+    m1, m2, t_adam = np.zeros_like(theta), np.zeros_like(theta), np.zeros(S, dtype=np.int64)
+    everyone = np.ones(S, dtype=bool)
+    col = {key: [s[key] for s in settings] for key in DQN_PER_MEMBER}
+    max_norm = np.array([np.inf if v is None else v for v in col["max_grad_norm"]])
+    double, gamma = np.array(col["double"]), np.array(col["gamma"], dtype=dtype)[:, None]
+    rngs = [agent_rng(s["seed"]) for s in settings]
+    epsilons = [linear_schedule(s["epsilon_start"], s["epsilon_end"],
+                                max(1, int(s["exploration_fraction"] * total_steps)))
+                for s in settings]
+    buffers = [_dqn.ReplayBuffer(min(s["buffer_size"], total_steps), obs_shape, dtype)
+               for s in settings]
+    logs = [TrainingLog(envs[m], f"dqn member {m}", total_steps, False, callbacks[m],
+                        settings[m]) for m in range(S)]
+    loss_and_grad = ad.value_and_grad(_loss)
+
+    obs = np.concatenate([np.asarray(e.reset(seed=s["seed"]), dtype=dtype)
+                          for e, s in zip(envs, settings)])
+    q = _q_values(stacked, obs.reshape(S, k, -1), act)
+    if q.shape != (S, k, num_actions):
+        raise ValueError(f"params: expected Q-values of shape {(k, num_actions)} per member "
+                         f"([n, num_actions]), got {q.shape[1:]}")
+    step, gradient_step = 0, 0
+    next_train, next_update = max(learning_starts, train_freq), train_freq
+    losses, q_means = [], []
+    phase_lr = np.array(col["lr"], dtype=np.float64)
+    while step < total_steps:
+        # Act: each member draws from its own stream exactly as rc.dqn does.
+        explore = np.stack([rng.random(k) < eps(step) for rng, eps in zip(rngs, epsilons)])
+        random_actions = np.stack([rng.integers(0, num_actions, size=k) for rng in rngs])
+        greedy = np.argmax(_q_values(stacked, obs.reshape(S, k, -1), act), axis=2)
+        actions = np.where(explore, random_actions, greedy).reshape(S * k)
+        out = env.step(actions)
+        for m in range(S):
+            rows = slice(m * k, (m + 1) * k)
+            buffers[m].add(obs[rows], actions[rows], out.reward[rows], out.final_obs[rows],
+                           out.terminated[rows])
+            logs[m].record_steps(out.terminated[rows], out.truncated[rows])
+        obs = out.obs if out.obs.dtype == dtype else out.obs.astype(dtype)
+        step += k
+        if step >= next_train:
+            next_train += train_freq
+            phase_lr = np.array([s["lr"] * (1.0 - (step - train_freq) / total_steps)
+                                 if s["anneal_lr"] else s["lr"] for s in settings])
+            # Each member's minibatches for the whole phase (rc.dqn draws them up front too).
+            phase = [b.batch(b.sample_indices(rng, (gradient_steps, batch_size)))
+                     for b, rng in zip(buffers, rngs)]
+            b_obs, b_actions, b_rewards, b_next, b_term = (np.stack(x, axis=1) for x in zip(*phase))
+            for g in range(gradient_steps):
+                next_online = _q_values(stacked, b_next[g], act)
+                next_target = _q_values(target_stacked, b_next[g], act)
+                best = np.where(double[:, None], np.argmax(next_online, axis=2),
+                                np.argmax(next_target, axis=2))
+                next_value = np.take_along_axis(next_target, best[..., None], axis=2)[..., 0]
+                targets = (b_rewards[g] + gamma * np.where(b_term[g], 0.0, next_value)
+                           ).astype(dtype, copy=False)
+                (_, member_loss, q_mean), grads = loss_and_grad(stacked, b_obs[g], b_actions[g], targets, act)
+                flat = np.concatenate([np.reshape(x, (S, -1)) for x in ad.tree_leaves(grads)],
+                                      axis=1).astype(dtype, copy=False)
+                _clip_rows(flat, max_norm, dtype)
+                _adam(theta, flat, m1, m2, t_adam, everyone, phase_lr, 1e-8, 0.9, 0.999, dtype,
+                      step_dtype=np.float64)
+                gradient_step += 1
+                for m, s in enumerate(settings):
+                    if gradient_step % s["target_update"] == 0:
+                        target_theta[m] = theta[m] if s["tau"] == 1.0 else \
+                            (1 - s["tau"]) * target_theta[m] + s["tau"] * theta[m]
+                losses.append(np.asarray(member_loss, dtype=np.float64))
+                q_means.append(np.asarray(q_mean, dtype=np.float64))
+        if step >= next_update or step >= total_steps:
+            next_update += train_freq
+            for m in range(S):
+                logs[m].end_update(
+                    member_params(m) if callbacks[m] is not None else None,
+                    last=step >= total_steps, epsilon=epsilons[m](step),
+                    lr=phase_lr[m] if losses else settings[m]["lr"],
+                    loss=np.mean([x[m] for x in losses]) if losses else np.nan,
+                    q_mean=np.mean([x[m] for x in q_means]) if q_means else np.nan)
+            losses, q_means = [], []
+    return [logs[m].result(member_params(m), target_params=target_member(m)) for m in range(S)]
+
+
+def _member_settings(total_steps, members, batch_size, learning_starts, train_freq,
+                     gradient_steps, dtype, shared) -> list[dict]:
+    """Each member's full settings, checked by ``rc.dqn``'s own checks."""
+    if not isinstance(members, (list, tuple)) or not members:
+        raise ValueError(f"members: expected a non-empty list of dicts, got {members!r}")
+    for key in shared:
+        if key in _SHARED:
+            raise TypeError(f"{key}: passed twice")
+        if key not in DQN_PER_MEMBER:
+            raise TypeError(f"{key}: not a setting of the DQN sweep; expected one of "
+                            f"{', '.join(DQN_PER_MEMBER + _SHARED)}")
+    defaults = {k: p.default for k, p in _signature_defaults(_dqn.dqn).items()
+                if k in DQN_PER_MEMBER}
+    out = []
+    for i, member in enumerate(members):
+        if not isinstance(member, dict) or "seed" not in member:
+            raise ValueError(f"members[{i}]: expected a dict with at least a 'seed', got {member!r}")
+        unknown = set(member) - set(DQN_PER_MEMBER)
+        if unknown:
+            raise TypeError(f"members[{i}]: {', '.join(sorted(unknown))} cannot differ between "
+                            f"members; expected keys among {', '.join(DQN_PER_MEMBER)}")
+        merged = {**defaults, **shared, **member}
+        mgn = merged["max_grad_norm"]
+        if mgn is not None and not mgn > 0:
+            raise ValueError(f"members[{i}]: max_grad_norm: expected a number > 0 or None, "
+                             f"got {mgn!r}")
+        out.append(checked_member(i, member, _dqn._checked_settings, dict(
+            total_steps=total_steps, batch_size=batch_size, learning_starts=learning_starts,
+            train_freq=train_freq, gradient_steps=gradient_steps, dtype=dtype, **merged)))
+    return out
+
+
+def _q_values(stacked, obs, act):
+    """``rc.mlp`` on stacked parameters: obs ``[S, B, d]`` -> Q ``[S, B, A]``."""
+    x = obs
+    for layer in stacked[:-1]:
+        x = act(x @ layer["w"] + layer["b"])
+    return x @ stacked[-1]["w"] + stacked[-1]["b"]
+
+
+def _loss(stacked, obs, actions, targets, act):
+    """The sum over members of ``rc.dqn_loss`` (so each member's gradient is its own), and
+    each member's loss and mean Q of the actions taken."""
+    q = _q_values(stacked, obs, act)
+    q_taken = ad.take_along_axis(q, actions[..., None], axis=2)[:, :, 0]
+    per_member = ad.mean(huber(q_taken - targets, 1.0), axis=1)
+    return ad.sum(per_member), ad.stop_gradient(per_member), \
+        ad.mean(ad.stop_gradient(q_taken), axis=1)
+
+
+def _clip_rows(flat, max_norm, dtype):
+    """Each member's gradient ``flat [S, P]`` scaled to global norm at most its
+    ``max_grad_norm``, in place (the norm of the flat vector, as ``rc.dqn``'s learner takes it)."""
+    norms = np.sqrt(np.sum(np.square(flat, dtype=np.float64), axis=1))
+    if not np.isfinite(norms).all():
+        raise ValueError("grads: NaN or inf in a member's gradients; the update would destroy "
+                         "its parameters")
+    over = norms > max_norm
+    if over.any():
+        scale = np.where(over, max_norm / np.where(over, norms, 1.0), 1.0)
+        flat[...] = (flat * scale.astype(dtype)[:, None]).astype(dtype)
