@@ -219,7 +219,7 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
         obs = env.reset()
     else:
         check_shape("obs", as_float_array("obs", obs), (env.n, *env.observation_shape),
-                    against="[n, *observation_shape] of env")
+                    against="[n, *env.observation_shape]")
     n = env.n
     running = np.ones(n, dtype=bool)
     all_obs, all_actions, all_rewards, all_mask = [], [], [], []

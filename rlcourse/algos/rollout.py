@@ -85,7 +85,7 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
     _check_rng(rng)
     n = env.n
     check_shape("obs", as_float_array("obs", obs), (n, *env.observation_shape),
-                against="[n, *observation_shape] of env")
+                against="[n, *env.observation_shape]")
     obs_buf = np.empty((steps, *np.shape(obs)), dtype=dtype)
     actions = np.empty((steps, n), dtype=np.int64)
     log_probs = np.empty((steps, n), dtype=dtype)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core._checks import check_flag, check_nonnegative, check_tree, float_dtype, real_scalar
+from ..core._checks import check_nonnegative, check_tree, float_dtype, real_scalar
 from ..core.autodiff import stop_gradient, tree_leaves, tree_map
 from ..core.heap import keep_freed_memory
 from ..core.optim import clip_by_global_norm
@@ -126,8 +126,9 @@ class TrainingLog:
         if callback is not None and not callable(callback):
             raise TypeError(f"callback: expected a function info -> bool | None, got "
                             f"{type(callback).__name__}")
-        if progress is not None:  # None: auto
-            check_flag("progress", progress)
+        if progress is not None and not isinstance(progress, (bool, np.bool_)):
+            raise TypeError(f"progress: expected True, False or None (auto), got "
+                            f"{type(progress).__name__} {progress!r}")
         self.env, self.callback, self.settings = env, callback, settings
         self._seen = len(env.episode_returns)
         self.returns: list[float] = []
@@ -349,7 +350,7 @@ def model_output(model, params, obs, expect: str, num_actions: int | None = None
     shape = _shape(logits)
     if len(shape) != 2 or shape[0] != batch or (num_actions is not None
                                                 and shape[1] != num_actions):
-        expected = (batch, "A") if num_actions is None else (batch, num_actions)
+        expected = f"({batch}, A)" if num_actions is None else str((batch, num_actions))
         of_env = "" if num_actions is None else f" (num_actions = {num_actions} of env)"
         raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]} with shape "
                          f"{expected}{of_env} for {source} of shape {np.shape(obs)}, got "
