@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import rlcourse as rc
@@ -209,6 +209,17 @@ def test_non_scalar_loss_raises():
 def test_integer_params_raise():
     with pytest.raises(TypeError, match=r"params\['w'\].*floating-point.*int"):
         rc.value_and_grad(lambda p: rc.sum(p["w"]))({"w": np.arange(3)})
+
+
+def test_non_real_params_and_losses_raise():
+    for bad in (np.ones(2, complex), np.array(["a", "b"]), np.array([object()] * 2)):
+        with pytest.raises(TypeError, match=r"params\['w'\]: parameters must be floating-point"):
+            rc.value_and_grad(lambda p: rc.sum(p["w"]))({"w": bad})
+    for loss in (None, "loss", np.ones(2, complex).sum()):
+        with pytest.raises(TypeError, match="f: the function must return a scalar loss"):
+            rc.value_and_grad(lambda p, loss=loss: loss)(np.ones(2))
+    with pytest.raises(TypeError, match=r"argnums=\(0, 2\) but only 2 argument"):
+        rc.value_and_grad(lambda a, b: rc.sum(a), argnums=(0, 2))(np.ones(2), np.ones(2))
 
 
 def test_nan_params_raise():
@@ -428,5 +439,356 @@ def test_affine_matches_matmul_plus_bias(x_shape):
     weights = arrays(rng, x_shape[:-1] + (3,))
     check_grad(lambda p: rc.sum(rc.affine(p["x"], p["w"], p["b"]) * weights), {"x": x, "w": w, "b": b})
     check_grad(lambda p: rc.sum(rc.affine(x, p["w"], b) * weights), {"w": w})
-    with pytest.raises(ValueError, match="affine: expected x"):
+    with pytest.raises(ValueError, match=r"b: expected shape \(3,\) \(the columns of w"):
         rc.affine(x, w, b[:2])
+    with pytest.raises(ValueError, match=r"x: expected shape \[\.\.\., K\] with K = 3"):
+        rc.affine(x, w[:3], b)
+
+
+# ---------------------------------------------------------------- properties (issue 12)
+# Each op's gradient against central differences over random shapes, axes (negative ones too),
+# broadcasting and repeated indices; NaN propagating through every elementwise op; the softmax
+# family staying finite and normalised at |logits| = 1e4.
+
+PROPS = settings(max_examples=40, deadline=None)
+
+
+def _shape(rng, ndim, high=3):
+    return tuple(int(n) for n in rng.integers(1, high + 1, size=ndim))
+
+
+def _signed(axis, ndim, negative):
+    """``axis`` (in [0, ndim)) written as its negative form when ``negative``."""
+    return axis - ndim if negative else axis
+
+
+@PROPS
+@given(data=st.data(), ndim=st.integers(1, 4), seed=st.integers(0, 10_000))
+def test_transpose_gradient_for_any_permutation_with_negative_axes(data, ndim, seed):
+    rng = np.random.default_rng(seed)
+    perm = data.draw(st.permutations(range(ndim)))
+    axes = tuple(_signed(a, ndim, data.draw(st.booleans())) for a in perm)
+    x = arrays(rng, _shape(rng, ndim))
+    np.testing.assert_array_equal(rc.transpose(x, axes), np.transpose(x, axes))
+    weights = arrays(rng, np.transpose(x, axes).shape)
+    check_grad(lambda p: rc.sum(rc.transpose(p["x"], axes) * weights), {"x": x})
+
+
+@PROPS
+@given(data=st.data(), ndim=st.integers(1, 3), seed=st.integers(0, 10_000),
+       keepdims=st.booleans(), op=st.sampled_from(["sum", "mean", "logsumexp"]))
+def test_reductions_over_any_axes_negative_ones_included(data, ndim, seed, keepdims, op):
+    rng = np.random.default_rng(seed)
+    chosen = data.draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
+    signed = tuple(_signed(a, ndim, data.draw(st.booleans())) for a in chosen)
+    axis = data.draw(st.sampled_from([None, signed[0], signed]))
+    x = arrays(rng, _shape(rng, ndim))
+    fn = getattr(rc, op)
+    reference = {"sum": np.sum, "mean": np.mean,
+                 "logsumexp": lambda v, axis, keepdims: np.log(np.sum(np.exp(v), axis=axis,
+                                                                       keepdims=keepdims))}[op]
+    out = fn(x, axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(out, reference(x, axis=axis, keepdims=keepdims), rtol=1e-12)
+    weights = arrays(rng, np.shape(out))
+    check_grad(lambda p: rc.sum(fn(p["x"], axis=axis, keepdims=keepdims) * weights), {"x": x})
+
+
+@PROPS
+@given(ndim=st.integers(1, 3), data=st.data(), seed=st.integers(0, 10_000),
+       op=st.sampled_from(["softmax", "log_softmax"]))
+def test_softmax_gradient_along_any_axis(ndim, data, seed, op):
+    rng = np.random.default_rng(seed)
+    axis = data.draw(st.integers(-ndim, ndim - 1))
+    x = arrays(rng, _shape(rng, ndim), -3, 3)
+    fn = getattr(rc, op)
+    weights = arrays(rng, x.shape)
+    check_grad(lambda p: rc.sum(fn(p["x"], axis=axis) * weights), {"x": x})
+
+
+@PROPS
+@given(ndim=st.integers(1, 3), data=st.data(), seed=st.integers(0, 10_000),
+       members=st.integers(1, 3), op=st.sampled_from(["concatenate", "stack"]))
+def test_concatenate_and_stack_gradients_along_any_axis(ndim, data, seed, members, op):
+    rng = np.random.default_rng(seed)
+    shape = _shape(rng, ndim)
+    if op == "concatenate":
+        axis = data.draw(st.integers(-ndim, ndim - 1))
+        shapes = [shape[:axis % ndim] + (int(rng.integers(1, 4)),) + shape[axis % ndim + 1:]
+                  for _ in range(members)]
+    else:
+        axis = data.draw(st.integers(-ndim - 1, ndim))
+        shapes = [shape] * members
+    params = {f"x{i}": arrays(rng, s) for i, s in enumerate(shapes)}
+    fn = getattr(rc, op)
+    out = fn(list(params.values()), axis=axis)
+    np.testing.assert_array_equal(out, getattr(np, op)(list(params.values()), axis=axis))
+    weights = arrays(rng, out.shape)
+    check_grad(lambda p: rc.sum(fn([p[k] for k in params], axis=axis) * weights), params)
+
+
+@PROPS
+@given(ndim=st.integers(1, 3), data=st.data(), seed=st.integers(0, 10_000))
+def test_take_along_axis_gradient_with_broadcasting_and_repeated_indices(ndim, data, seed):
+    rng = np.random.default_rng(seed)
+    axis = data.draw(st.integers(-ndim, ndim - 1))
+    x_shape, idx_shape = [], []
+    for d in range(ndim):
+        if d == axis % ndim:
+            x_shape.append(int(rng.integers(1, 4)))
+            idx_shape.append(int(rng.integers(1, 5)))  # more picks than entries: repeats
+        else:  # equal, or one side of length 1 broadcast over the other
+            n = int(rng.integers(2, 4))
+            x_len, idx_len = data.draw(st.sampled_from([(n, n), (1, n), (n, 1)]))
+            x_shape.append(x_len)
+            idx_shape.append(idx_len)
+    x = arrays(rng, tuple(x_shape))
+    indices = rng.integers(0, x.shape[axis], size=tuple(idx_shape))
+    indices.flat[-1] = indices.flat[0]  # at least one index repeated (when there are two)
+    out = rc.take_along_axis(x, indices, axis=axis)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, indices, axis=axis))
+    weights = arrays(rng, out.shape)
+    check_grad(lambda p: rc.sum(rc.take_along_axis(p["x"], indices, axis=axis) * weights), {"x": x})
+
+
+@PROPS
+@given(pair=broadcast_pairs, seed=st.integers(0, 10_000),
+       form=st.sampled_from(["x ** array", "array ** x", "2.0 ** x", "x ** x", "x ** 2.5"]))
+def test_power_gradients_with_broadcasting(pair, seed, form):
+    rng = np.random.default_rng(seed)
+    base, exponent = arrays(rng, pair[0], 0.5, 2.0), arrays(rng, pair[1], -1.5, 2.0)
+    weights = arrays(rng, np.broadcast_shapes(pair[0], pair[1]))
+    if form == "x ** array":
+        check_grad(lambda p: rc.sum(p["b"] ** exponent * weights), {"b": base})
+    elif form == "array ** x":
+        check_grad(lambda p: rc.sum(base ** p["e"] * weights), {"e": exponent})
+    elif form == "x ** x":
+        check_grad(lambda p: rc.sum(p["b"] ** p["e"] * weights), {"b": base, "e": exponent})
+    elif form == "2.0 ** x":
+        w = arrays(rng, pair[1])
+        check_grad(lambda p: rc.sum(2.0 ** p["e"] * w), {"e": exponent})
+    else:
+        w = arrays(rng, pair[0])
+        check_grad(lambda p: rc.sum(p["b"] ** 2.5 * w), {"b": base})
+
+
+@PROPS
+@given(pair=broadcast_pairs, seed=st.integers(0, 10_000),
+       op=st.sampled_from(["minimum", "maximum", "where", "clip"]))
+def test_selection_gradients_with_broadcasting(pair, seed, op):
+    """Away from ties and from clip's edges, where each derivative exists."""
+    rng = np.random.default_rng(seed)
+    a, b = arrays(rng, pair[0]), arrays(rng, pair[1])
+    full = np.broadcast_shapes(pair[0], pair[1])
+    weights = arrays(rng, full)
+    if op in ("minimum", "maximum"):
+        assume(np.abs(np.broadcast_to(a, full) - np.broadcast_to(b, full)).min() > 1e-3)
+        fn = getattr(rc, op)
+        check_grad(lambda p: rc.sum(fn(p["a"], p["b"]) * weights), {"a": a, "b": b})
+    elif op == "where":
+        condition = rng.random(full) < 0.5
+        check_grad(lambda p: rc.sum(rc.where(condition, p["a"], p["b"]) * weights),
+                   {"a": a, "b": b})
+    else:  # x traced, a scalar lower bound and an array upper bound that broadcasts with it
+        lo, hi = -0.7, arrays(rng, pair[1], 0.2, 1.5)
+        spread = np.broadcast_to(a, full)
+        assume(np.abs(spread - lo).min() > 1e-3 and np.abs(spread - hi).min() > 1e-3)
+        check_grad(lambda p: rc.sum(rc.clip(p["x"], lo, hi) * weights), {"x": a})
+
+
+@PROPS
+@given(seed=st.integers(0, 10_000), ndim=st.integers(1, 3),
+       op=st.sampled_from(["getitem", "reshape", "gelu", "layer_norm", "affine", "embedding"]))
+def test_indexing_reshape_and_transformer_op_gradients(seed, ndim, op):
+    rng = np.random.default_rng(seed)
+    shape = _shape(rng, ndim, high=4)
+    x = arrays(rng, shape)
+    if op == "getitem":  # a fancy index with repeats and negative entries, then a slice
+        index = rng.integers(-shape[0], shape[0], size=int(rng.integers(1, 5)))
+        weights = arrays(rng, x[index][..., ::2].shape)
+        check_grad(lambda p: rc.sum(p["x"][index][..., ::2] * weights), {"x": x})
+    elif op == "reshape":
+        new = (-1,) + shape[1:][::-1] if ndim > 1 else (x.size, 1)
+        weights = arrays(rng, np.reshape(x, new).shape)
+        check_grad(lambda p: rc.sum(rc.reshape(p["x"], new) * weights), {"x": x})
+    elif op == "gelu":
+        weights = arrays(rng, shape)
+        check_grad(lambda p: rc.sum(rc.gelu(p["x"] * 3.0) * weights), {"x": x})
+    elif op == "layer_norm":
+        gain, bias, weights = arrays(rng, shape[-1:]), arrays(rng, shape[-1:]), arrays(rng, shape)
+        x = x + np.arange(shape[-1]) * 0.3  # no constant rows (their gradient is eps-dominated)
+        check_grad(lambda p: rc.sum(rc.layer_norm(p["x"], p["g"], p["b"]) * weights),
+                   {"x": x, "g": gain, "b": bias}, atol=1e-5)
+    elif op == "affine":
+        w, b = arrays(rng, (shape[-1], 2)), arrays(rng, (2,))
+        weights = arrays(rng, shape[:-1] + (2,))
+        check_grad(lambda p: rc.sum(rc.affine(p["x"], p["w"], p["b"]) * weights),
+                   {"x": x, "w": w, "b": b})
+    else:
+        ids = rng.integers(0, shape[0], size=shape[:-1] + (3,))  # repeats likely
+        table = arrays(rng, (shape[0], 2))
+        weights = arrays(rng, ids.shape + (2,))
+        check_grad(lambda p: rc.sum(rc.embedding(p["t"], ids) * weights), {"t": table})
+
+
+# NaN in, NaN out: every elementwise op keeps a NaN where it was (never dropped, never spread).
+_ELEMENTWISE = {
+    "tanh": rc.tanh, "relu": rc.relu, "sigmoid": rc.sigmoid, "exp": rc.exp, "log": rc.log,
+    "sqrt": rc.sqrt, "square": rc.square, "abs": rc.abs, "log_sigmoid": rc.log_sigmoid,
+    "gelu": rc.gelu, "neg": lambda v: -v, "pow": lambda v: v**1.5, "rpow": lambda v: 2.0**v,
+    "clip": lambda v: rc.clip(v, 0.5, 1.5), "clip unbounded": lambda v: rc.clip(v, None, 1.0),
+}
+_BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "pow": lambda a, b: a**b, "minimum": rc.minimum,
+    "maximum": rc.maximum,
+}
+
+
+def _with_nans(rng, shape, fraction=0.3):
+    x = rng.uniform(0.1, 2.0, size=shape)
+    nan = rng.random(shape) < fraction
+    x[nan] = np.nan
+    return x, nan
+
+
+@PROPS
+@given(seed=st.integers(0, 10_000), shape=shapes, op=st.sampled_from(sorted(_ELEMENTWISE)))
+def test_nan_propagates_through_every_elementwise_op(seed, shape, op):
+    x, nan = _with_nans(np.random.default_rng(seed), shape)
+    out = _ELEMENTWISE[op](x)
+    np.testing.assert_array_equal(np.isnan(out), nan)
+    # traced too: the NaN comes in through a plain operand of a differentiated computation
+    traced = rc.value_and_grad(lambda p: (rc.sum(p), _ELEMENTWISE[op](p * 0.0 + x)))(np.ones(shape))
+    np.testing.assert_array_equal(np.isnan(traced[0][1]), nan)
+
+
+@PROPS
+@given(seed=st.integers(0, 10_000), pair=broadcast_pairs, op=st.sampled_from(sorted(_BINARY)),
+       traced=st.booleans())
+def test_nan_propagates_from_either_side_of_binary_ops(seed, pair, op, traced):
+    rng = np.random.default_rng(seed)
+    (a, nan_a), (b, nan_b) = _with_nans(rng, pair[0]), _with_nans(rng, pair[1])
+    expected = np.broadcast_to(nan_a, np.broadcast_shapes(pair[0], pair[1])) | nan_b
+    fn = _BINARY[op]
+    if traced:  # each side through a traced computation in turn, the other one plain
+        for args in ((lambda p: p * 0.0 + a, lambda p: b), (lambda p: a, lambda p: p * 0.0 + b)):
+            (_, out), _ = rc.value_and_grad(
+                lambda p, f=args: (rc.sum(p), fn(f[0](p), f[1](p))))(np.ones(()))
+            np.testing.assert_array_equal(np.isnan(out), expected)
+    else:
+        np.testing.assert_array_equal(np.isnan(fn(a, b)), expected)
+        np.testing.assert_array_equal(np.isnan(fn(b, a)), expected)
+
+
+@PROPS
+@given(seed=st.integers(0, 10_000), op=st.sampled_from(["softmax", "log_softmax", "logsumexp"]))
+def test_nan_in_a_row_stays_in_that_row(seed, op):
+    rng = np.random.default_rng(seed)
+    x = arrays(rng, (4, 3))
+    row = int(rng.integers(4))
+    x[row, int(rng.integers(3))] = np.nan
+    out = getattr(rc, op)(x, axis=-1)
+    nan_rows = np.isnan(out).reshape(4, -1)
+    assert nan_rows[row].all() and not np.delete(nan_rows, row, axis=0).any()
+
+
+@PROPS
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 4), cols=st.integers(1, 6),
+       dtype=st.sampled_from([np.float64, np.float32]), scale=st.sampled_from([1.0, 1e2, 1e4]))
+def test_softmax_rows_sum_to_one_and_stay_finite_at_large_logits(seed, rows, cols, dtype, scale):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-scale, scale, size=(rows, cols))
+    x.flat[rng.integers(x.size)] = scale * rng.choice([-1.0, 1.0])  # a logit at exactly +-scale
+    x = x.astype(dtype)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    probs, logp = rc.softmax(x), rc.log_softmax(x)
+    assert probs.dtype == dtype and logp.dtype == dtype
+    assert np.isfinite(probs).all() and np.isfinite(logp).all() and (logp <= 0).all()
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, atol=tol * cols)
+    np.testing.assert_allclose(np.exp(logp.astype(np.float64)).sum(axis=-1), 1.0, atol=tol * cols)
+    np.testing.assert_allclose(np.exp(logp), probs, atol=tol)
+    lse = rc.logsumexp(x)
+    assert np.isfinite(lse).all() and (lse >= x.max(axis=-1) - tol * scale).all()
+    weights = rng.normal(size=x.shape).astype(dtype)
+    for op in (rc.softmax, rc.log_softmax, rc.logsumexp):
+        g = rc.grad(lambda v, op=op: rc.sum(op(v) * (weights if op is not rc.logsumexp else 1.0)))(x)
+        assert g.dtype == dtype and np.isfinite(g).all()
+
+
+# ---------------------------------------------------------------- input rules (issue 12)
+
+
+def test_tensor_refuses_non_real_data_and_arithmetic_with_it():
+    for bad in (np.ones(2, complex), np.array(["a", "b"]), np.array([object()] * 2)):
+        with pytest.raises(TypeError, match=r"^value: expected real numbers"):
+            rc.Tensor(bad)
+    with pytest.raises(TypeError, match="parents: expected a tuple of"):
+        rc.Tensor(np.ones(2), parents=((np.ones(2), np.negative),))
+    assert rc.Tensor([1.0, 2.0]).shape == (2,)
+    with pytest.raises(TypeError, match=r"operands of \*: expected real numbers.*complex"):
+        rc.grad(lambda p: rc.sum(p * np.array([1j, 2j])))(np.ones(2))
+
+
+def test_tree_leaves_and_tree_map_structures():
+    tree = {"a": [np.ones(2), (np.zeros(1), 3.0)], "b": "leaf"}
+    assert [type(v) for v in rc.tree_leaves(tree)] == [np.ndarray, np.ndarray, float, str]
+    assert rc.tree_leaves(5) == [5] and rc.tree_leaves([]) == [] and rc.tree_leaves({}) == []
+    doubled = rc.tree_map(lambda u, v: u + v, {"a": [1.0, (2.0,)]}, {"a": [3.0, (4.0,)]})
+    assert doubled == {"a": [4.0, (6.0,)]}
+    with pytest.raises(ValueError, match=r"rest\[0\]: expected the structure of tree.*tree\['a'\]"):
+        rc.tree_map(lambda u, v: u, {"a": [1.0, 2.0]}, {"a": [1.0]})
+    with pytest.raises(ValueError, match=r"rest\[1\]: .*keys \['a'\].*keys \['b'\]"):
+        rc.tree_map(lambda u, v, w: u, {"a": 1.0}, {"a": 2.0}, {"b": 3.0})
+
+
+def test_infinite_rows_softmax_refuses_and_logsumexp_is_exact():
+    dead = np.array([[0.0, 1.0], [-np.inf, -np.inf]])
+    hot = np.array([[0.0, np.inf]])
+    for op in (rc.softmax, rc.log_softmax):
+        with pytest.raises(ValueError, match=r"x: the row x\[1, :\] is -inf everywhere"):
+            op(dead)
+        with pytest.raises(ValueError, match=r"x: the row x\[0, :\] holds \+inf"):
+            op(hot)
+        with pytest.raises(ValueError, match=r"x: the row x\[:, 1\] is -inf everywhere"):
+            op(dead.T, axis=0)
+    np.testing.assert_array_equal(rc.logsumexp(dead), [np.logaddexp(0.0, 1.0), -np.inf])
+    assert rc.logsumexp(hot) == np.inf
+    g = rc.grad(lambda v: rc.sum(rc.logsumexp(v[0:1])) + rc.sum(rc.where(
+        np.array([[True], [False]]), rc.logsumexp(v, keepdims=True), 0.0)))(np.zeros((2, 2)))
+    assert np.isfinite(g).all()
+    finite = np.array([[0.0, 1.0], [-3.0, -np.inf]])
+    lse_grad = rc.grad(lambda v: rc.sum(rc.logsumexp(rc.where(np.isfinite(finite), v, -np.inf))))(
+        np.nan_to_num(finite, neginf=0.0))
+    np.testing.assert_allclose(lse_grad.sum(axis=-1), [1.0, 1.0])
+
+
+def test_mean_of_no_entries_and_numerical_grad_of_a_bad_function_are_errors():
+    with pytest.raises(ValueError, match="x: expected entries to average"):
+        rc.mean(np.zeros((2, 0)), axis=1)
+    assert rc.mean(np.zeros((0, 3)), axis=1).shape == (0,)  # no mean is taken: nothing to refuse
+    with pytest.raises(ValueError, match=r"f: returned nan at x with entry 1 \(flat\) moved"):
+        rc.numerical_grad(lambda v: float(v[0]) if v[1] == 0 else np.nan, np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match=r"f: expected a scalar"):
+        rc.numerical_grad(lambda v: v, np.ones(2))
+    np.testing.assert_allclose(rc.numerical_grad(lambda v: np.sum(v**2), [1, 2]), [2.0, 4.0])
+
+
+def test_clip_bounds_none_inf_and_arrays():
+    x = np.array([-2.0, 0.0, 2.0])
+    np.testing.assert_array_equal(rc.clip(x, None, 1.0), [-2.0, 0.0, 1.0])
+    np.testing.assert_array_equal(rc.clip(x, -np.inf, 1.0), [-2.0, 0.0, 1.0])
+    np.testing.assert_array_equal(rc.grad(lambda v: rc.sum(rc.clip(v, None, 1.0)))(x), [1, 1, 0])
+    g = rc.grad(lambda v: rc.sum(rc.clip(v, -1.0, np.array([[0.5], [3.0]]))))(x)  # broadcast to [2, 3]
+    np.testing.assert_array_equal(g, [0, 2, 1])
+    with pytest.raises(ValueError, match="lo, hi: expected lo <= hi"):
+        rc.clip(x, np.array([0.0, 2.0, 0.0]), 1.0)
+
+
+def test_where_and_take_along_axis_refuse_what_numpy_would_bend():
+    with pytest.raises(TypeError, match="condition: expected booleans"):
+        rc.where(np.array([0.3, 1.0]), 1.0, 0.0)  # 0.3 is not a truth value
+    np.testing.assert_array_equal(rc.where(np.array([0, 1]), 1.0, 0.0), [0.0, 1.0])
+    with pytest.raises(ValueError, match="indices: values must be >= 0"):
+        rc.take_along_axis(np.ones((2, 3)), np.array([[-1], [0]]), axis=1)  # numpy would wrap
+    with pytest.raises(ValueError, match=r"^a: expected shapes that broadcast together"):
+        rc.where(np.array([True, False, True]), np.ones(2), np.ones(3))

@@ -89,6 +89,10 @@ def test_make_preference_pairs_orders_and_drops_ties():
         rc.make_preference_pairs(a, mask, b, mask, [1.0, 2.0, 3.0], [1.0])
     with pytest.raises(ValueError, match="mask_b: expected shape"):
         rc.make_preference_pairs(a, mask, b, mask[:2], [1.0] * 3, [2.0] * 3)
+    # len() counts pairs, yet _replace (NamedTuple's _make) still sees the four arrays
+    replaced = pairs._replace(chosen=pairs.rejected)
+    assert isinstance(replaced, rc.PreferencePairs) and len(replaced) == 2
+    assert replaced.chosen is pairs.rejected and replaced.rejected is pairs.rejected
 
 
 def test_ipo_training_holds_its_margin_near_the_target(pipeline):
@@ -163,8 +167,9 @@ def test_review_rate_marks_malformed_answers():
     no_eos = good.copy()
     no_eos[:, -1] = tok.ids["good"]  # three words and a fourth instead of EOS
     assert not task.rate(no_eos, 3)[1].any()
-    with pytest.raises(ValueError, match="prompt_len"):
-        task.rate(good, good.shape[1])
+    for bad_len in (good.shape[1], 0, 2.5, "3"):
+        with pytest.raises(ValueError, match="prompt_len"):
+            task.rate(good, bad_len)
 
 
 def test_rate_samples_kl_is_exact_zero_for_the_reference_and_unbiased(pipeline):

@@ -155,6 +155,33 @@ def test_dqn_sweep_calls_each_members_callback_with_its_own_params():
     assert _gap(runs[0].params, params[0]) > 0.0
 
 
+def test_dqn_sweep_callback_info_is_rc_dqns_with_several_copies_per_member():
+    """What a member's callback sees is what rc.dqn's sees, key by key, value and type, also
+    with 4 environment copies per member; a callback that asks to stop is an error."""
+    def recorder(store):
+        return lambda info: store.append(info)
+
+    params = [rc.mlp_init([4, 16, 2], seed=s) for s in (3, 5)]
+    swept = ([], [])
+    rc.dqn_sweep([rc.CartPole(n=4), rc.CartPole(n=4)], params, 1_200, DQN_MEMBERS,
+                 callbacks=[recorder(swept[0]), recorder(swept[1])], **DQN_SHARED)
+    for member, p, infos in zip(DQN_MEMBERS, params, swept):
+        alone = []
+        rc.dqn(rc.CartPole(n=4), _q_net, p, 1_200, **DQN_SHARED, **member, callback=recorder(alone))
+        assert len(alone) == len(infos) > 3
+        for a, b in zip(alone, infos):
+            assert list(a) == list(b)
+            for key in a:
+                if key == "params":
+                    assert _gap(a[key], b[key]) == 0.0
+                else:
+                    assert type(a[key]) is type(b[key]), key
+                    np.testing.assert_array_equal(a[key], b[key])
+    with pytest.raises(ValueError, match=r"callbacks\[1\]: asked to stop"):
+        rc.dqn_sweep([rc.CartPole(), rc.CartPole()], params, 600, [dict(seed=0), dict(seed=1)],
+                     callbacks=[None, lambda info: info["steps"] < 200], **DQN_SHARED)
+
+
 def test_dqn_sweep_bad_arguments_raise():
     p = rc.mlp_init([4, 8, 2], seed=0)
     envs = [rc.CartPole(), rc.CartPole()]

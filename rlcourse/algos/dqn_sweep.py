@@ -57,8 +57,9 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
             ``shared`` (the other keyword arguments, e.g. ``**rc.DQN_CARTPOLE``), else from
             ``rc.dqn``'s default.
         callbacks: None, or one callback per member (each None or a function), called as
-            ``rc.dqn`` calls its callback, with that member's params. Their return value is
-            ignored: a member cannot stop early, the members move in lockstep.
+            ``rc.dqn`` calls its callback, with the same ``info``. A callback that returns
+            False (asks to stop) raises an error: the members move in lockstep, so one cannot
+            stop early (with ``rc.dqn`` it could).
 
     The optimiser is ``rc.dqn``'s default, Adam with ``eps=1e-8``. Each result's ``settings``
     are its member's; its history has ``rc.dqn``'s keys, and ``extras["target_params"]`` its
@@ -156,12 +157,16 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
         if step >= next_update or step >= total_steps:
             next_update += train_freq
             for m in range(S):
-                logs[m].end_update(
+                keep_going = logs[m].end_update(
                     member_params(m) if callbacks[m] is not None else None,
                     last=step >= total_steps, epsilon=epsilons[m](step),
-                    lr=phase_lr[m] if losses else settings[m]["lr"],
+                    lr=float(phase_lr[m]) if losses else settings[m]["lr"],
                     loss=np.mean([x[m] for x in losses]) if losses else np.nan,
                     q_mean=np.mean([x[m] for x in q_means]) if q_means else np.nan)
+                if not keep_going:
+                    raise ValueError(f"callbacks[{m}]: asked to stop at step {step}, but the "
+                                     f"members of a sweep move in lockstep and cannot stop "
+                                     f"early; train this member with rc.dqn instead")
             losses, q_means = [], []
     return [logs[m].result(member_params(m), target_params=target_member(m)) for m in range(S)]
 

@@ -3,12 +3,14 @@ what was expected and what came, so bad input never turns into a silent NaN."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 __all__ = ["as_float_array", "check_finite", "as_int_array", "as_bool_array", "check_count",
            "check_shape", "check_probability", "check_distribution", "as_rng", "agent_rng",
            "check_nonnegative", "check_logits", "real_scalar", "check_flag", "check_choice",
-           "finite_scalar"]
+           "finite_scalar", "check_callable"]
 
 
 def as_float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -254,3 +256,28 @@ def float_dtype(name: str, dtype) -> np.dtype:
     if result is None or result.kind != "f":
         raise TypeError(f"{name}: expected a floating-point dtype such as np.float32, got {dtype!r}")
     return result
+
+
+def check_callable(name: str, fn, n_args: int | None = None, what: str = "a function"):
+    """``fn`` if it is callable and, when ``n_args`` is given and its signature can be read,
+    accepts that many positional arguments; a string, None, a class's instance without
+    ``__call__`` or a function of the wrong arity is refused naming ``name`` (else the call
+    would fail later with an error about some other object)."""
+    if not callable(fn):
+        raise TypeError(f"{name}: expected {what}, got {type(fn).__name__} {_short(fn)}")
+    if n_args is not None:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # some builtins have no readable signature
+            return fn
+        try:
+            signature.bind(*range(n_args))
+        except TypeError as err:
+            raise TypeError(f"{name}: expected {what}, taking {n_args} positional argument"
+                            f"{'s' if n_args != 1 else ''}; its signature is {signature} ({err})") from None
+    return fn
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

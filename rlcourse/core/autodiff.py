@@ -14,6 +14,11 @@ gradients are summed over broadcast dimensions so each has its input's shape; ``
 ``maximum`` and ``where`` send the whole gradient to the branch that was chosen (ties go to the
 first argument); ``clip`` passes the gradient where ``lo <= x <= hi`` and blocks it outside.
 Nested ``value_and_grad`` (a gradient of a gradient) is not supported.
+
+Inputs: every op takes real numbers (bool, int or float arrays, lists, Python numbers) of any
+shape its maths allows. NaN and inf are data: they propagate, never dropped. Complex, string or
+object data, axes out of range, shapes that do not fit together, indices out of range and a
+softmax row with nothing to normalise (+inf, or -inf everywhere) are errors naming the argument.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from ._checks import as_bool_array, as_float_array, as_int_array, check_nonnegative
 
 __all__ = [
     "Tensor", "value_and_grad", "grad", "numerical_grad", "tree_map", "tree_leaves",
@@ -44,6 +51,16 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, value: np.ndarray, parents: tuple = ()):
+        # Ops make their Tensors through _record (real arrays by construction); these checks
+        # are for a Tensor built by hand.
+        value = _real("value", value)
+        if isinstance(parents, list):
+            parents = tuple(parents)
+        if not isinstance(parents, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], Tensor) and callable(p[1])
+                for p in parents):
+            raise TypeError(f"parents: expected a tuple of (Tensor, vjp function) pairs, got "
+                            f"{_describe(parents)}")
         self.value = value
         self.parents = parents
 
@@ -132,10 +149,99 @@ def _val(x):
 
 
 def _record(value, parents) -> Tensor:
-    out = Tensor(value, parents)
+    out = Tensor.__new__(Tensor)  # skips Tensor()'s input checks: an op's result is valid
+    out.value, out.parents = value, parents
     if _TAPES:
         _TAPES[-1].append(out)
     return out
+
+
+# ---------------------------------------------------------------- input checks
+# The one rule for the data of every op: real numbers (bool, int or float), any shape. NaN and
+# inf are data like any other (they propagate); complex numbers, strings and objects are refused
+# with an error naming the argument, never converted or passed on to numpy.
+
+def _describe(value) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _real(name: str, x):
+    """``x`` (not a Tensor) as real numbers: an array or numpy scalar is returned as it is,
+    anything else (a list, a Python number) as ``np.asarray(x)``."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{name}: expected an array of real numbers, got {_describe(x)} "
+                             f"({err})") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers (bool, int or float), got dtype {arr.dtype}"
+                        + (" (split complex numbers into real and imaginary parts)"
+                           if arr.dtype.kind == "c" else ""))
+    return arr
+
+
+def _data(name: str, x):
+    """The numbers of an op's input ``x``: a Tensor's value, else ``x`` checked by ``_real``."""
+    return x.value if isinstance(x, Tensor) else _real(name, x)
+
+
+def _operand(x, op: str):
+    """An arithmetic operand's value: plain numbers pass at once, arrays through ``_real``."""
+    if isinstance(x, Tensor):
+        return x.value
+    if type(x) is float or type(x) is int:
+        return x
+    return _real(f"the operands of {op}", x)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _axis(axis, ndim: int, name: str = "axis", none: bool = False, many: bool = False):
+    """Check an ``axis`` argument of an array with ``ndim`` axes: an int in ``[-ndim, ndim)``
+    (``None`` too if ``none``; a tuple of distinct ones too if ``many``). Returns ``axis``."""
+    if type(axis) is int and -ndim <= axis < ndim or axis is None and none:
+        return axis
+    items = axis if many and isinstance(axis, tuple) else (axis,)
+    if all(_is_int(a) and -ndim <= a < ndim for a in items) and (
+            len(items) == 1 or len({int(a) % ndim for a in items}) == len(items)):
+        return axis
+    expected = f"an int in [{-ndim}, {ndim})"
+    if many:
+        expected += " or a tuple of distinct ones"
+    if none:
+        expected += " or None"
+    raise (ValueError if all(_is_int(a) for a in items) else TypeError)(
+        f"{name}: expected {expected} (for {ndim} axes), got {_describe(axis)}")
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {_describe(value)}")
+    return value
+
+
+def _shapes_error(**values) -> ValueError:
+    """The error for inputs whose shapes do not broadcast together: it blames the input without
+    which the others would broadcast (else all of them), and gives every shape."""
+    shapes = {name: np.shape(v) for name, v in values.items()}
+
+    def fits(names):
+        try:
+            np.broadcast_shapes(*(shapes[n] for n in names))
+            return True
+        except ValueError:
+            return False
+
+    blamed = [n for n in shapes if len(shapes) > 2 and fits([m for m in shapes if m != n])]
+    blamed = blamed if len(blamed) == 1 else list(shapes)
+    listed = ", ".join(f"{n} {s}" for n, s in shapes.items())
+    return ValueError(f"{', '.join(blamed)}: expected shapes that broadcast together, got {listed}")
 
 
 def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
@@ -154,7 +260,7 @@ def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
 # ---------------------------------------------------------------- arithmetic
 
 def _add(a, b):
-    av, bv = _val(a), _val(b)
+    av, bv = _operand(a, "+"), _operand(b, "+")
     out = av + bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
@@ -169,7 +275,7 @@ def _add(a, b):
 
 
 def _sub(a, b):
-    av, bv = _val(a), _val(b)
+    av, bv = _operand(a, "-"), _operand(b, "-")
     out = av - bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
@@ -184,7 +290,7 @@ def _sub(a, b):
 
 
 def _mul(a, b):
-    av, bv = _val(a), _val(b)
+    av, bv = _operand(a, "*"), _operand(b, "*")
     out = av * bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
@@ -197,7 +303,7 @@ def _mul(a, b):
 
 
 def _div(a, b):
-    av, bv = _val(a), _val(b)
+    av, bv = _operand(a, "/"), _operand(b, "/")
     out = av / bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
@@ -215,7 +321,7 @@ def _pow(a, exponent):
     d/da = exponent * a ** (exponent - 1); d/dexponent = a ** exponent * log(a), defined for
     a > 0 (the gradient to a traced exponent is NaN where the base is <= 0, as log is).
     """
-    av, ev = _val(a), _val(exponent)
+    av, ev = _operand(a, "**"), _operand(exponent, "**")
     out = av**ev
     if not (isinstance(a, Tensor) or isinstance(exponent, Tensor)):
         return out
@@ -228,7 +334,7 @@ def _pow(a, exponent):
 
 
 def _matmul(a, b):
-    av, bv = _val(a), _val(b)
+    av, bv = _operand(a, "@"), _operand(b, "@")
     out = _stacked_matmul(av, bv) if np.ndim(av) > 2 and np.ndim(bv) == 2 else av @ bv
     if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
         return out
@@ -298,7 +404,7 @@ def _getitem(a: Tensor, index):
 def _unary(x, value_fn, vjp_fn):
     """Apply ``value_fn``; ``vjp_fn(g, x_value, out_value)`` is its vector-Jacobian product."""
     if not isinstance(x, Tensor):
-        return value_fn(np.asarray(x))
+        return value_fn(_real("x", x))
     xv = x.value
     out = value_fn(xv)
     return _record(out, ((x, lambda g: vjp_fn(g, xv, out)),))
@@ -341,13 +447,14 @@ def abs(x):
     return _unary(x, np.abs, lambda g, x, y: g * np.sign(x))
 
 
+def _log_sigmoid_value(v):
+    with np.errstate(invalid="ignore"):  # numpy warns on logaddexp(0, NaN); NaN just propagates
+        return -np.logaddexp(0, -v)
+
+
 def log_sigmoid(x):
     """``log(sigmoid(x))``, finite with a finite gradient for any finite ``x``."""
-    return _unary(
-        x,
-        lambda v: -np.logaddexp(0, -v),
-        lambda g, x, y: g * _sigmoid_value(-x),
-    )
+    return _unary(x, _log_sigmoid_value, lambda g, x, y: g * _sigmoid_value(-x))
 
 
 def stop_gradient(x):
@@ -357,34 +464,70 @@ def stop_gradient(x):
 
 # ---------------------------------------------------------------- softmax family
 
+def _row_max(v, axis):
+    """The max along ``axis`` (kept), refusing the rows that have no softmax: one holding +inf
+    (inf - inf) or one that is -inf everywhere (0 / 0). A NaN row gives NaN (it propagates)."""
+    if v.shape[axis] == 0:
+        raise ValueError(f"x: expected at least one entry along axis {axis}, got shape {v.shape}")
+    m = v.max(axis=axis, keepdims=True)
+    if np.isinf(m).any():
+        where = tuple(int(i) for i in np.argwhere(np.isinf(m))[0])
+        what = "holds +inf" if m[where] > 0 else "is -inf everywhere"
+        row = ", ".join(":" if d == axis % v.ndim else str(i) for d, i in enumerate(where))
+        raise ValueError(f"x: the row x[{row}] {what}; it has no softmax (inf - inf, or 0 / 0)")
+    return m
+
+
 def log_softmax(x, axis: int = -1):
-    """``x - logsumexp(x)`` along ``axis``, computed after subtracting the max (no overflow)."""
+    """``x - logsumexp(x)`` along ``axis``, computed after subtracting the max (no overflow).
+    A row holding +inf, or -inf everywhere, has no log-softmax: an error, not NaN."""
+    _axis(axis, np.ndim(_data("x", x)))
+
     def value(v):
-        shifted = v - v.max(axis=axis, keepdims=True)
+        shifted = v - _row_max(v, axis)
         return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
     return _unary(x, value, lambda g, x, y: g - np.exp(y) * g.sum(axis=axis, keepdims=True))
 
 
 def softmax(x, axis: int = -1):
+    """``exp(x) / sum(exp(x))`` along ``axis``, after subtracting the max (no overflow). A row
+    holding +inf, or -inf everywhere, has no softmax: an error, not NaN."""
+    _axis(axis, np.ndim(_data("x", x)))
+
     def value(v):
-        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        e = np.exp(v - _row_max(v, axis))
         return e / e.sum(axis=axis, keepdims=True)
 
     return _unary(x, value, lambda g, x, y: y * (g - (g * y).sum(axis=axis, keepdims=True)))
 
 
 def logsumexp(x, axis: int | None = -1, keepdims: bool = False):
-    """``log(sum(exp(x)))`` along ``axis``, shifted by the max so it never overflows."""
+    """``log(sum(exp(x)))`` along ``axis``, shifted by the max so it never overflows.
+
+    A row that is -inf everywhere gives -inf (with zero gradient), one holding +inf gives +inf.
+    """
+    _axis(axis, np.ndim(_data("x", x)), none=True, many=True)
+    _flag("keepdims", keepdims)
+
     def value(v):
+        if v.size == 0:
+            raise ValueError(f"x: expected at least one entry to reduce, got shape {v.shape}")
         m = v.max(axis=axis, keepdims=True)
-        out = m + np.log(np.exp(v - m).sum(axis=axis, keepdims=True))
+        if not np.isfinite(m).all():  # shift an infinite row by 0 instead: inf - inf is NaN
+            m = np.where(np.isfinite(m), m, 0.0)
+        with np.errstate(divide="ignore"):  # log(0) = -inf for a row that is -inf everywhere
+            out = m + np.log(np.exp(v - m).sum(axis=axis, keepdims=True))
         return out if keepdims else np.squeeze(out, axis=axis)
 
     def vjp(g, x, y):
         yk = y if keepdims else np.expand_dims(y, axis) if axis is not None else y
         gk = g if keepdims else np.expand_dims(g, axis) if axis is not None else g
-        return gk * np.exp(x - yk)
+        with np.errstate(invalid="ignore"):  # -inf - (-inf): such a row's gradient is 0
+            weights = np.exp(x - yk)
+        if np.isneginf(yk).any():
+            weights = np.where(np.isneginf(yk), 0.0, weights)
+        return gk * weights
 
     return _unary(x, value, vjp)
 
@@ -394,20 +537,32 @@ def logsumexp(x, axis: int | None = -1, keepdims: bool = False):
 def minimum(a, b):
     """Elementwise min; the gradient goes to the smaller input (to ``a`` on ties). A NaN in
     either input gives NaN there, whichever side it is on (as ``np.minimum``)."""
-    av, bv = np.asarray(_val(a)), np.asarray(_val(b))
-    return _select((av <= bv) | np.isnan(av), a, b)
+    av, bv = _data("a", a), _data("b", b)
+    try:
+        return _select((av <= bv) | np.isnan(av), a, b)
+    except ValueError:
+        raise _shapes_error(a=av, b=bv) from None
 
 
 def maximum(a, b):
     """Elementwise max; the gradient goes to the larger input (to ``a`` on ties). A NaN in
     either input gives NaN there, whichever side it is on (as ``np.maximum``)."""
-    av, bv = np.asarray(_val(a)), np.asarray(_val(b))
-    return _select((av >= bv) | np.isnan(av), a, b)
+    av, bv = _data("a", a), _data("b", b)
+    try:
+        return _select((av >= bv) | np.isnan(av), a, b)
+    except ValueError:
+        raise _shapes_error(a=av, b=bv) from None
 
 
 def where(condition, a, b):
-    """``a`` where ``condition`` else ``b``; each branch gets the gradient where it was chosen."""
-    return _select(np.asarray(_val(condition), dtype=bool), a, b)
+    """``a`` where ``condition`` else ``b``; each branch gets the gradient where it was chosen.
+    ``condition`` holds booleans (or 0/1)."""
+    take_a = as_bool_array("condition", _val(condition))
+    av, bv = _data("a", a), _data("b", b)
+    try:
+        return _select(take_a, a, b)
+    except ValueError:
+        raise _shapes_error(condition=take_a, a=av, b=bv) from None
 
 
 def _select(take_a, a, b):
@@ -423,22 +578,58 @@ def _select(take_a, a, b):
     return _record(out, tuple(parents))
 
 
+def _bound(name: str, value):
+    """A bound of ``clip``: None (no bound), or real numbers without NaN (inf is no bound)."""
+    if value is None:
+        return value
+    if type(value) is float or type(value) is int:
+        nan = value != value
+    else:
+        arr = _real(name, value)
+        if arr.dtype.kind == "b":
+            raise TypeError(f"{name}: expected a number (or None), got booleans")
+        nan = np.isnan(arr).any()
+    if nan:
+        raise ValueError(f"{name}: expected a number or -inf/inf (or None for no bound), got NaN")
+    return value
+
+
 def clip(x, lo, hi):
-    """``x`` limited to ``[lo, hi]``; zero gradient where ``x`` lies outside the range."""
-    xv = _val(x)
-    out = np.clip(xv, lo, hi)
+    """``x`` limited to ``[lo, hi]``; zero gradient where ``x`` lies outside the range.
+
+    ``lo`` and ``hi`` are numbers or arrays that broadcast with ``x``; None is no bound. A NaN
+    in ``x`` stays NaN; a NaN bound, or ``lo > hi``, is an error.
+    """
+    xv = _data("x", x)
+    lo, hi = _bound("lo", lo), _bound("hi", hi)
+    if lo is not None and hi is not None and (
+            lo > hi if type(lo) in (float, int) and type(hi) in (float, int) else np.greater(lo, hi).any()):
+        raise ValueError(f"lo, hi: expected lo <= hi, got lo = {lo} and hi = {hi}")
+    try:
+        out = np.clip(xv, lo, hi)
+    except ValueError:
+        raise _shapes_error(x=xv, lo=0.0 if lo is None else lo, hi=0.0 if hi is None else hi) from None
     if not isinstance(x, Tensor):
         return out
-    inside = (xv >= lo) & (xv <= hi)
-    return _record(out, ((x, lambda g: g * inside),))
+    inside = (xv >= (-np.inf if lo is None else lo)) & (xv <= (np.inf if hi is None else hi))
+    shape = np.shape(xv)  # array bounds may broadcast x to a larger result
+    return _record(out, ((x, lambda g: _unbroadcast(g * inside, shape)),))
 
 
 def take_along_axis(x, indices, axis: int = -1):
     """``np.take_along_axis`` that sends gradients back to the picked entries: an entry picked
     twice (a repeated index, or indices broadcast over a length-1 axis of ``x``) gets both."""
-    xv = np.asarray(_val(x))
-    indices = np.asarray(indices)
-    out = np.take_along_axis(xv, indices, axis=axis)
+    xv = _data("x", x)
+    _axis(axis, xv.ndim)
+    indices = as_int_array("indices", indices, low=0, high=xv.shape[axis])
+    if indices.ndim != xv.ndim:
+        raise ValueError(f"indices: expected {xv.ndim} dimensions (as x has, shape {xv.shape}), "
+                         f"got shape {indices.shape}")
+    try:
+        out = np.take_along_axis(xv, indices, axis=axis)
+    except (ValueError, IndexError):  # the values were checked: only the shapes can clash
+        raise ValueError(f"x, indices: expected shapes that broadcast outside axis {axis}, got "
+                         f"x {xv.shape} and indices {indices.shape}") from None
     if not isinstance(x, Tensor):
         return out
     axis = axis % xv.ndim
@@ -470,7 +661,9 @@ def _expand_reduced(g, shape, axis, keepdims):
 
 
 def sum(x, axis=None, keepdims: bool = False):
-    xv = _val(x)
+    xv = _data("x", x)
+    _axis(axis, xv.ndim, none=True, many=True)
+    _flag("keepdims", keepdims)
     out = np.sum(xv, axis=axis, keepdims=keepdims)
     if not isinstance(x, Tensor):
         return out
@@ -479,7 +672,12 @@ def sum(x, axis=None, keepdims: bool = False):
 
 
 def mean(x, axis=None, keepdims: bool = False):
-    xv = _val(x)
+    """The mean over ``axis``; the mean of no entries (an empty axis) is an error, not NaN."""
+    xv = _data("x", x)
+    _axis(axis, xv.ndim, none=True, many=True)
+    _flag("keepdims", keepdims)
+    if xv.size == 0 and np.sum(xv, axis=axis).size:  # some mean would be over no entries
+        raise ValueError(f"x: expected entries to average over axis {axis}, got shape {xv.shape}")
     out = np.mean(xv, axis=axis, keepdims=keepdims)
     if not isinstance(x, Tensor):
         return out
@@ -489,15 +687,30 @@ def mean(x, axis=None, keepdims: bool = False):
 
 
 def reshape(x, shape):
-    xv = _val(x)
-    out = np.reshape(xv, shape)
+    xv = _data("x", x)
+    try:
+        if shape is None:
+            raise TypeError("None is not a shape")
+        out = np.reshape(xv, shape)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"shape: cannot reshape x of shape {np.shape(xv)} ({np.size(xv)} entries) "
+                        f"into {_describe(shape)}: {err}") from None
     if not isinstance(x, Tensor):
         return out
     return _record(out, ((x, lambda g: np.reshape(g, xv.shape)),))
 
 
 def transpose(x, axes=None):
-    xv = _val(x)
+    """``x`` with its axes permuted as ``axes`` (None reverses them); negative axes count from
+    the end."""
+    xv = _data("x", x)
+    if axes is not None:
+        listed = list(axes) if isinstance(axes, (tuple, list, np.ndarray)) else None
+        if listed is None or len(listed) != xv.ndim or not all(
+                _is_int(a) and -xv.ndim <= a < xv.ndim for a in listed) or len(
+                {int(a) % xv.ndim for a in listed}) != xv.ndim:
+            raise ValueError(f"axes: expected a permutation of the {xv.ndim} axes of x (shape "
+                             f"{xv.shape}), negative ones counting from the end, got {_describe(axes)}")
     out = np.transpose(xv, axes)
     if not isinstance(x, Tensor):
         return out
@@ -506,9 +719,27 @@ def transpose(x, axes=None):
     return _record(out, ((x, lambda g: np.transpose(g, inverse)),))
 
 
+def _members(xs) -> list:
+    """The arrays of ``xs`` (a non-empty list or tuple of arrays or Tensors), each checked."""
+    if not isinstance(xs, (list, tuple)) or not xs:
+        raise TypeError(f"xs: expected a non-empty list or tuple of arrays, got {_describe(xs)}")
+    return [_data(f"xs[{i}]", x) for i, x in enumerate(xs)]
+
+
+def _joined(join, values, axis, what: str):
+    try:
+        return join(values, axis=axis)
+    except ValueError:
+        shapes = ", ".join(str(np.shape(v)) for v in values)
+        raise ValueError(f"xs: expected arrays {what}, got shapes {shapes}") from None
+
+
 def concatenate(xs, axis: int = 0):
-    values = [_val(x) for x in xs]
-    out = np.concatenate(values, axis=axis)
+    """The arrays of ``xs`` joined along their existing ``axis``."""
+    values = _members(xs)
+    _axis(axis, max(np.ndim(values[0]), 1))
+    out = _joined(np.concatenate, values, axis,
+                  f"of at least one axis and equal shapes outside axis {axis}")
     if not any(isinstance(x, Tensor) for x in xs):
         return out
     ends = np.cumsum([v.shape[axis] for v in values])
@@ -520,8 +751,10 @@ def concatenate(xs, axis: int = 0):
 
 
 def stack(xs, axis: int = 0):
-    values = [_val(x) for x in xs]
-    out = np.stack(values, axis=axis)
+    """The arrays of ``xs`` (all of one shape) joined along a new ``axis``."""
+    values = _members(xs)
+    _axis(axis, np.ndim(values[0]) + 1)
+    out = _joined(np.stack, values, axis, "of one shape")
     if not any(isinstance(x, Tensor) for x in xs):
         return out
     parents = tuple(
@@ -544,12 +777,36 @@ def tree_leaves(tree) -> list:
 
 def tree_map(fn: Callable, tree, *rest):
     """Apply ``fn`` leafwise to ``tree`` (and same-structured ``rest``), keeping the structure."""
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function of the leaves, got {_describe(fn)}")
+    return _tree_map(fn, tree, rest, ())
+
+
+def _tree_map(fn, tree, rest, path):
     if isinstance(tree, dict):
-        return {k: tree_map(fn, v, *(r[k] for r in rest)) for k, v in tree.items()}
+        for j, r in enumerate(rest):
+            if not isinstance(r, dict) or r.keys() != tree.keys():
+                raise _structure_error(j, r, tree, path)
+        return {k: _tree_map(fn, v, [r[k] for r in rest], (*path, k)) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
-        mapped = [tree_map(fn, v, *(r[i] for r in rest)) for i, v in enumerate(tree)]
+        for j, r in enumerate(rest):
+            if not isinstance(r, (list, tuple)) or len(r) != len(tree):
+                raise _structure_error(j, r, tree, path)
+        mapped = [_tree_map(fn, v, [r[i] for r in rest], (*path, i)) for i, v in enumerate(tree)]
         return _rebuild(tree, mapped)
     return fn(tree, *rest)
+
+
+def _structure_error(j, other, tree, path) -> ValueError:
+    def shape(node):
+        if isinstance(node, dict):
+            return f"a dict with keys {sorted(map(str, node))}"
+        if isinstance(node, (list, tuple)):
+            return f"a {type(node).__name__} of {len(node)}"
+        return f"a leaf ({type(node).__name__})"
+
+    return ValueError(f"rest[{j}]: expected the structure of tree, but at {_path_text('tree', path)} "
+                      f"tree has {shape(tree)} and rest[{j}] has {shape(other)}")
 
 
 def _rebuild(like: list | tuple, items: list):
@@ -598,8 +855,14 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
     tuple with every traced array turned back into a plain array. Leaves that ``f`` never uses
     get zero gradients.
     """
+    if not callable(f):
+        raise TypeError(f"f: expected a function returning a scalar loss, got {_describe(f)}")
     many = isinstance(argnums, tuple)
     nums = argnums if many else (argnums,)
+    if not nums or not all(_is_int(i) and i >= 0 for i in nums) or len(set(nums)) != len(nums):
+        raise (ValueError if all(_is_int(i) for i in nums) else TypeError)(
+            f"argnums: expected an argument position (an int >= 0) or a non-empty tuple of "
+            f"distinct ones, got {_describe(argnums)}")
 
     def wrapped(*args):
         for i in nums:
@@ -618,9 +881,12 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
             _TAPES.pop()
         loss = result[0] if isinstance(result, tuple) else result
         loss_value = np.asarray(_val(loss))
+        if loss_value.dtype.kind not in "biuf":
+            raise TypeError(f"f: the function must return a scalar loss (a real number, or a "
+                            f"tuple starting with one), got {_describe(loss)}")
         if loss_value.ndim != 0:
             raise ValueError(
-                f"the function must return a scalar loss (or a tuple starting with one), "
+                f"f: the function must return a scalar loss (or a tuple starting with one), "
                 f"got an array of shape {loss_value.shape}; reduce it with sum or mean"
             )
         grads = _backward(tape, loss) if isinstance(loss, Tensor) else {}
@@ -660,7 +926,7 @@ def _leaf_grad(leaf: Tensor, grads: dict) -> np.ndarray:
 
 
 def grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
-    """Like ``value_and_grad`` but returns only the gradients."""
+    """Like ``value_and_grad`` but returns only the gradients (same checks of ``f``, ``argnums``)."""
     vg = value_and_grad(f, argnums)
     return lambda *args: vg(*args)[1]
 
@@ -668,20 +934,39 @@ def grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
 def numerical_grad(f: Callable[[np.ndarray], Any], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """Central finite differences ``(f(x + eps e_i) - f(x - eps e_i)) / (2 eps)`` for every i.
 
-    ``f`` maps a float64 array to a scalar. Used to check analytic gradients.
+    ``f`` maps a float64 array to a scalar (a real number). Used to check analytic gradients:
+    ``x`` must be finite and ``eps`` a finite number > 0, and a non-finite value of ``f`` is an
+    error (a gradient check against NaN would pass or fail for no reason).
     """
+    if not callable(f):
+        raise TypeError(f"f: expected a function of x returning a scalar, got {_describe(f)}")
+    x = as_float_array("x", x)
+    check_nonnegative("eps", eps, positive=True)
     x = np.array(x, dtype=np.float64, order="C")  # C order: reshape(-1) below must be a view
     g = np.zeros_like(x)
     flat, gflat = x.reshape(-1), g.reshape(-1)
     for i in range(flat.size):
         old = flat[i]
         flat[i] = old + eps
-        up = float(f(x))
+        up = _scalar_of(f, x, i, "+")
         flat[i] = old - eps
-        down = float(f(x))
+        down = _scalar_of(f, x, i, "-")
         flat[i] = old
         gflat[i] = (up - down) / (2 * eps)
     return g
+
+
+def _scalar_of(f, x, i: int, sign: str) -> float:
+    """``f(x)`` as a float, or an error naming ``f`` when it is not one finite real number."""
+    out = f(x)
+    arr = np.asarray(_val(out))
+    if arr.dtype.kind not in "biuf" or arr.size != 1:
+        raise ValueError(f"f: expected a scalar (one real number), got {_describe(out)}")
+    value = float(arr.reshape(()))
+    if not np.isfinite(value):
+        raise ValueError(f"f: returned {value} at x with entry {i} (flat) moved by {sign}eps; "
+                         "a finite-difference gradient needs finite values")
+    return value
 
 
 
@@ -696,7 +981,7 @@ def embedding(table, ids):
     is computed as ``onehot(ids).T @ g``, one BLAS call; ``np.add.at`` scatters row by row and
     is about 15x slower for the course's vocabularies of a few dozen tokens.
     """
-    tv = _val(table)
+    tv = _data("table", table)
     ids = np.asarray(ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
@@ -704,7 +989,8 @@ def embedding(table, ids):
         raise ValueError(f"table: expected shape [V, D], got {np.shape(tv)}")
     vocab, dim = tv.shape
     if ids.size and (ids.min() < 0 or ids.max() >= vocab):
-        raise ValueError(f"ids: expected values in [0, {vocab}), got {ids.min()}..{ids.max()}")
+        raise ValueError(f"ids: expected values in [0, {vocab}) (the rows of table), got "
+                         f"{ids.min()}..{ids.max()}")
     out = np.take(tv, ids, axis=0)
     if not isinstance(table, Tensor):
         return out
@@ -720,10 +1006,15 @@ def affine(x, w, b):
     """``x @ w + b`` as one tape node: ``x`` ``[..., K]``, ``w`` ``[K, N]``, ``b`` ``[N]`` ->
     ``[..., N]``. The bias is added into the product in place, and its gradient (the sum of the
     output's gradient over every row) is one matrix-vector product."""
-    xv, wv, bv = _val(x), _val(w), _val(b)
-    if np.ndim(wv) != 2 or np.shape(xv)[-1:] != wv.shape[:1] or np.shape(bv) != wv.shape[1:]:
-        raise ValueError(f"affine: expected x [..., K], w [K, N], b [N], got shapes "
-                         f"{np.shape(xv)}, {np.shape(wv)}, {np.shape(bv)}")
+    xv, wv, bv = _data("x", x), _data("w", w), _data("b", b)
+    if np.ndim(wv) != 2:
+        raise ValueError(f"w: expected shape [K, N], got {np.shape(wv)}")
+    if np.shape(xv)[-1:] != wv.shape[:1]:
+        raise ValueError(f"x: expected shape [..., K] with K = {wv.shape[0]} (the rows of w, shape "
+                         f"{wv.shape}), got {np.shape(xv)}")
+    if np.shape(bv) != wv.shape[1:]:
+        raise ValueError(f"b: expected shape ({wv.shape[1]},) (the columns of w, shape {wv.shape}), "
+                         f"got {np.shape(bv)}")
     x2 = xv.reshape(-1, wv.shape[0])
     out = x2 @ wv
     out += bv
@@ -750,7 +1041,10 @@ def layer_norm(x, gain, bias, eps: float = 1e-5):
     ``gain`` and ``bias`` are ``[D]``; the variance is the biased one (divided by D), as in
     PyTorch's ``LayerNorm``. Returns ``x``'s shape.
     """
-    xv, gv, bv = _val(x), _val(gain), _val(bias)
+    xv, gv, bv = _data("x", x), _data("gain", gain), _data("bias", bias)
+    check_nonnegative("eps", eps, positive=True)
+    if np.ndim(xv) == 0:
+        raise ValueError("x: expected shape [..., D], got a scalar")
     dim = np.shape(xv)[-1]
     for name, v in (("gain", gv), ("bias", bv)):
         if np.shape(v) != (dim,):
@@ -799,7 +1093,7 @@ def gelu(x):
     Computed as ``x * sigmoid(2u)`` with ``u = sqrt(2/pi) (x + 0.044715 x^3)``, the same
     function: one ``exp`` per entry is cheaper than a ``tanh``.
     """
-    xv = np.asarray(_val(x))
+    xv = _data("x", x)
     if xv.dtype.kind != "f":
         xv = xv.astype(np.float64)
     flat = xv.reshape(-1)
@@ -853,7 +1147,7 @@ def self_attention(qkv, heads: int, mask=None):
     gives a hidden key probability exactly 0 and no gradient. Every query must see at least one
     key.
     """
-    value = _val(qkv)
+    value = _data("qkv", qkv)
     if np.ndim(value) != 3 or value.shape[-1] % 3:
         raise ValueError(f"qkv: expected shape [B, T, 3D], got {np.shape(value)}")
     batch, length, three_d = value.shape
@@ -865,7 +1159,7 @@ def self_attention(qkv, heads: int, mask=None):
     q, k, v = value.reshape(batch, length, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # [B, H, T, dh]
     hidden = None
     if mask is not None:
-        mask = np.asarray(mask, dtype=bool)
+        mask = as_bool_array("mask", mask)
         try:
             visible = np.broadcast_to(mask, (batch, length, length))
         except ValueError:

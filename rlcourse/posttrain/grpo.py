@@ -16,14 +16,26 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_float_array, as_rng, check_count, check_shape
+from ..core._checks import as_rng, check_count, check_nonnegative, real_scalar
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.kl import exact_kl
 from ..core.lm import generate, lm_logits, lm_nll
-from ..core.losses import grpo_advantages, grpo_loss, rloo_advantages
+from ..core.losses import _AGGREGATES, _scale_name, grpo_advantages, grpo_loss, rloo_advantages
 from ..core.optim import Adam
 from ..core.tokens import token_log_probs
+from ._inputs import (
+    call_scorer,
+    check_callback,
+    check_choice,
+    check_clip,
+    check_flag,
+    check_models,
+    check_optimizer,
+    check_prompts,
+    check_rng,
+    check_scorer,
+)
 
 __all__ = ["GRPOHistory", "grpo_step", "grpo_train", "RFTHistory", "rft_train"]
 
@@ -44,14 +56,23 @@ class GRPOHistory(NamedTuple):
     informative: np.ndarray
 
 
-def _rewards(reward_fn: Callable, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``reward_fn(tokens, mask)`` checked to be one finite number per completion: ``[B]``."""
-    rewards = as_float_array("reward_fn(tokens, mask)", reward_fn(tokens, mask), ndim=1)
-    check_shape("reward_fn(tokens, mask)", rewards, (len(tokens),), "the batch")
-    return rewards
-
-
 _BASELINES = ("group", "leave_one_out")
+
+
+def _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new, epochs, clip,
+                aggregate, scale, baseline, kl_correction):
+    """The arguments ``grpo_step`` and ``grpo_train`` share, checked: ``(prompts, max_new)``."""
+    prompts, max_new = check_prompts(prompts, max_new, check_models(policy=policy, ref=ref))
+    check_scorer("reward_fn", reward_fn)
+    check_count("group_size", group_size, low=2)  # a group baseline needs another sample
+    check_nonnegative("kl_coef", kl_coef)
+    check_count("epochs", epochs)
+    check_clip(clip)
+    check_choice("aggregate", aggregate, tuple(_AGGREGATES))
+    _scale_name(scale)
+    check_choice("baseline", baseline, _BASELINES)
+    check_flag("kl_correction", kl_correction)
+    return prompts, max_new
 
 
 def _rloo_scaled(rewards, group_size, scale):
@@ -82,15 +103,16 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     spent on them. Returns ``(policy, opt_state, stats)``, ``stats`` a dict with the rollout
     (``tokens``, ``mask``, ``rewards``, ``advantages``) and the figures ``GRPOHistory`` records.
     """
-    epochs = check_count("epochs", epochs)
-    if baseline not in _BASELINES:
-        raise ValueError(f"baseline: expected one of {_BASELINES}, got {baseline!r}")
-    group = np.repeat(np.asarray(prompts), group_size, axis=0)
+    prompts, max_new = _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new,
+                                   epochs, clip, aggregate, scale, baseline, kl_correction)
+    check_rng(rng)
+    check_optimizer(opt, opt_state, policy)
+    group = np.repeat(prompts, group_size, axis=0)
     tokens, mask = generate(policy, group, max_new, rng)
     action = mask[:, 1:]
     ref_logits = lm_logits(ref, tokens)[:, :-1]
     ref_logp = token_log_probs(ref_logits, tokens)
-    rewards = _rewards(reward_fn, tokens, mask)
+    rewards = call_scorer("reward_fn", reward_fn, tokens, mask)
     if baseline == "group":
         advantages = grpo_advantages(rewards, group_size, scale=scale)
     else:
@@ -124,13 +146,6 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     return policy, opt_state, stats
 
 
-def _check_prompts(prompts) -> np.ndarray:
-    prompts = np.asarray(prompts)
-    if prompts.ndim != 2 or len(prompts) == 0:
-        raise ValueError(f"prompts: expected token ids [N, P] with N >= 1, got shape {prompts.shape}")
-    return prompts
-
-
 @single_thread_blas()
 def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int = 8,
                prompts_per_step: int = 16, kl_coef: float = 0.04, lr: float = 1.5e-3, seed=0,
@@ -151,8 +166,11 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     ``False`` stops the run (the history then has one entry per iteration run). Deterministic
     given ``seed``.
     """
-    prompts = _check_prompts(prompts)
+    prompts, max_new = _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new,
+                                   epochs, clip, aggregate, scale, baseline, kl_correction)
     check_count("iterations", iterations)
+    check_count("prompts_per_step", prompts_per_step)
+    check_callback(callback)
     rng = as_rng(seed)
     keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)
@@ -199,9 +217,15 @@ def rft_train(policy, reward_fn, prompts, iterations: int, group_size: int = 8,
     dropped instead of pushed down. ``callback(info)`` as in ``grpo_train`` (``iteration``,
     ``params``, ``reward``, ``kept``, ``stepped``). Deterministic given ``seed``.
     """
-    prompts = _check_prompts(prompts)
+    prompts, max_new = check_prompts(prompts, max_new, check_models(policy=policy))
+    check_scorer("reward_fn", reward_fn)
     check_count("iterations", iterations)
     group_size = check_count("group_size", group_size)
+    check_count("prompts_per_step", prompts_per_step)
+    threshold = real_scalar("threshold", threshold)
+    if not np.isfinite(threshold):
+        raise ValueError(f"threshold: expected a finite number, got {threshold}")
+    check_callback(callback)
     rng = as_rng(seed)
     keep_freed_memory()
     opt = Adam(lr=lr)
@@ -211,7 +235,7 @@ def rft_train(policy, reward_fn, prompts, iterations: int, group_size: int = 8,
     for i in range(iterations):
         rows = rng.choice(len(prompts), size=min(prompts_per_step, len(prompts)), replace=False)
         tokens, mask = generate(policy, np.repeat(prompts[rows], group_size, axis=0), max_new, rng)
-        rewards = _rewards(reward_fn, tokens, mask)
+        rewards = call_scorer("reward_fn", reward_fn, tokens, mask)
         keep = rewards >= threshold
         if keep.any():
             _, grads = step(policy, tokens[keep], mask[keep])

@@ -7,13 +7,25 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_bool_array, as_int_array, as_rng, check_count, check_shape
+from ..core._checks import (
+    as_bool_array,
+    as_float_array,
+    as_int_array,
+    as_rng,
+    check_callable,
+    check_count,
+    check_nonnegative,
+    check_shape,
+    real_scalar,
+)
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.kl import exact_kl
 from ..core.lm import completion_log_prob, generate, lm_logits
 from ..core.losses import PreferenceResult, _values, dpo_loss, ipo_loss
 from ..core.optim import Adam
+from ..core.tokenizer import PAD
+from ._inputs import check_callback, check_models, check_prompts, check_rng, check_token_ids
 
 __all__ = ["PreferencePairs", "make_preference_pairs", "pair_log_probs", "evaluate_pairs",
            "PreferenceTraining", "train_on_preferences", "SampleReport", "rate_samples"]
@@ -38,6 +50,18 @@ class PreferencePairs(NamedTuple):
     def take(self, rows) -> PreferencePairs:
         """The pairs at ``rows`` (an index array or slice)."""
         return PreferencePairs(*(a[rows] for a in self))
+
+
+def _make_pairs(cls, iterable):
+    """NamedTuple's ``_make`` (behind ``_replace``) checks ``len`` of the new tuple, which
+    ``__len__`` makes the number of pairs: ``_replace`` failed unless there were exactly 4."""
+    result = tuple.__new__(cls, iterable)
+    if tuple.__len__(result) != len(cls._fields):
+        raise TypeError(f"{cls.__name__}: expected {len(cls._fields)} arrays, got {tuple.__len__(result)}")
+    return result
+
+
+PreferencePairs._make = classmethod(_make_pairs)
 
 
 def make_preference_pairs(tokens_a, mask_a, tokens_b, mask_b, score_a, score_b) -> PreferencePairs:
@@ -69,12 +93,52 @@ def pair_log_probs(params, pairs: PreferencePairs):
 
     Both sides go through the model in one batch (traced if ``params`` is).
     """
+    pairs = _check_pairs(pairs, check_models(params=params))
     n = len(pairs)
     width = max(pairs.chosen.shape[1], pairs.rejected.shape[1])
     tokens = np.concatenate([_pad_to(pairs.chosen, width), _pad_to(pairs.rejected, width)])
     mask = np.concatenate([_pad_to(pairs.chosen_mask, width), _pad_to(pairs.rejected_mask, width)])
     logp = completion_log_prob(params, tokens, mask)
     return logp[:n], logp[n:]
+
+
+def _check_pairs(pairs, configs: dict) -> PreferencePairs:
+    """``pairs`` as a ``PreferencePairs`` of at least one pair: ids in the vocabulary of the
+    models (``configs``: name -> sizes, from ``check_models``), rows within each one's context,
+    masks of the tokens' shapes with a counted token in every row, as many rejected rows as
+    chosen ones."""
+    model, config = next(iter(configs.items()))
+    if not isinstance(pairs, PreferencePairs):
+        raise TypeError(f"pairs: expected PreferencePairs (make_preference_pairs), got "
+                        f"{type(pairs).__name__}")
+    arrays = []
+    for side in ("chosen", "rejected"):
+        tokens = check_token_ids(f"pairs.{side}", getattr(pairs, side), config, model)
+        mask = as_bool_array(f"pairs.{side}_mask", getattr(pairs, f"{side}_mask"))
+        check_shape(f"pairs.{side}_mask", mask, tokens.shape, f"pairs.{side}")
+        empty = np.flatnonzero(~mask[:, 1:].any(axis=1))
+        if empty.size:
+            raise ValueError(f"pairs.{side}_mask: pair {int(empty[0])} has no completion token in "
+                             f"mask[:, 1:]")
+        arrays += [tokens, mask]
+        longest = int((tokens != PAD).sum(axis=1).max())
+        for name, cfg in configs.items():
+            if longest > cfg.context:
+                raise ValueError(f"{name}: its context of {cfg.context} tokens cannot hold "
+                                 f"pairs.{side}, whose rows hold up to {longest} real tokens")
+    if len(arrays[2]) != len(arrays[0]):
+        raise ValueError(f"pairs.rejected: expected {len(arrays[0])} rows (one per chosen row), got "
+                         f"{len(arrays[2])}")
+    return PreferencePairs(*arrays)
+
+
+def _check_settings(loss, beta, tau, label_smoothing) -> None:
+    _check_kind(loss)
+    check_nonnegative("beta", beta, positive=True)
+    check_nonnegative("tau", tau, positive=True)
+    label_smoothing = real_scalar("label_smoothing", label_smoothing)
+    if not 0.0 <= label_smoothing < 0.5:
+        raise ValueError(f"label_smoothing: expected a number in [0, 0.5), got {label_smoothing}")
 
 
 def _pad_to(arr: np.ndarray, width: int) -> np.ndarray:
@@ -95,14 +159,15 @@ def _pair_loss(kind: str, pol_c, pol_r, ref_c, ref_r, lengths, beta, tau, label_
 def evaluate_pairs(params, ref_params, pairs: PreferencePairs, loss: str = "dpo", beta: float = 0.1,
                    tau: float = 0.1, label_smoothing: float = 0.0) -> PreferenceResult:
     """The loss, implicit rewards and accuracy of ``params`` on ``pairs`` (e.g. held out)."""
-    _check_kind(loss)
+    pairs = _check_pairs(pairs, check_models(params=params, ref_params=ref_params))
+    _check_settings(loss, beta, tau, label_smoothing)
     pol = pair_log_probs(params, pairs)
     ref = pair_log_probs(ref_params, pairs)
     return _pair_loss(loss, *pol, *ref, _completion_lengths(pairs), beta, tau, label_smoothing)
 
 
 def _check_kind(loss: str) -> None:
-    if loss not in ("dpo", "ipo"):
+    if not isinstance(loss, str) or loss not in ("dpo", "ipo"):
         raise ValueError(f"loss: expected 'dpo' or 'ipo', got {loss!r}")
 
 
@@ -141,12 +206,11 @@ def train_on_preferences(params, pairs: PreferencePairs, loss: str = "dpo", beta
     ``accuracy``, ``margin`` (the update's minibatch figures, measured before it) and ``last``.
     Returning ``False`` stops the run; the history then holds the steps taken.
     """
-    _check_kind(loss)
+    pairs = _check_pairs(pairs, check_models(params=params))
+    _check_settings(loss, beta, tau, label_smoothing)
     check_count("steps", steps)
-    if len(pairs) == 0:
-        raise ValueError("pairs: expected at least one preference pair, got none")
-    if callback is not None and not callable(callback):
-        raise TypeError(f"callback: expected a function info -> bool | None, got {type(callback).__name__}")
+    check_count("batch", batch)
+    check_callback(callback)
     rng = as_rng(seed)
     keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     ref_params = params
@@ -208,9 +272,22 @@ def rate_samples(params, ref_params, prompts, rate, rng: np.random.Generator,
     ``log pi(y) - log ref(y)`` over the same answers, because every position sums over the
     whole vocabulary instead of one sampled token.
     """
-    prompts = np.asarray(prompts)
+    prompts, max_new = check_prompts(prompts, max_new, check_models(params=params, ref_params=ref_params))
+    check_callable("rate", rate, 2, "a function (tokens, prompt_len) -> (scores [B], well_formed [B])")
+    check_rng(rng)
     tokens, mask = generate(params, prompts, max_new, rng)
-    scores, well_formed = rate(tokens, prompts.shape[1])
+    scores, well_formed = _rated(rate(tokens, prompts.shape[1]), len(tokens))
     kl = exact_kl(lm_logits(params, tokens)[:, :-1], lm_logits(ref_params, tokens)[:, :-1], mask)
-    return SampleReport(tokens, mask, np.asarray(scores, dtype=np.float64),
-                        np.asarray(well_formed, dtype=bool), np.asarray(kl, dtype=np.float64))
+    return SampleReport(tokens, mask, scores, well_formed, np.asarray(kl, dtype=np.float64))
+
+
+def _rated(rated, batch: int):
+    """``rate``'s ``(scores [B], well_formed [B])`` checked: finite scores, booleans."""
+    if not isinstance(rated, (tuple, list)) or len(rated) != 2:
+        raise TypeError(f"rate: expected it to return a pair (scores [B], well_formed [B]), got "
+                        f"{type(rated).__name__}")
+    scores = as_float_array("rate(tokens, prompt_len)[0] (scores)", rated[0], ndim=1).astype(np.float64)
+    check_shape("rate(tokens, prompt_len)[0] (scores)", scores, (batch,), "the batch")
+    well_formed = as_bool_array("rate(tokens, prompt_len)[1] (well_formed)", rated[1])
+    check_shape("rate(tokens, prompt_len)[1] (well_formed)", well_formed, (batch,), "the batch")
+    return scores, well_formed

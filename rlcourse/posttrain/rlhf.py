@@ -9,13 +9,33 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_bool_array, as_float_array, as_rng, check_count, check_shape
+from ..core._checks import (
+    as_bool_array,
+    as_float_array,
+    as_int_array,
+    as_rng,
+    check_callable,
+    check_count,
+    check_nonnegative,
+    check_shape,
+)
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
-from ..core.kl import _check_token_mask, exact_kl, kl_penalized_rewards
+from ..core.kl import _KL_KINDS, _check_token_mask, exact_kl, kl_penalized_rewards
 from ..core.losses import ppo_clip_loss
 from ..core.optim import Adam
 from ..core.tokenizer import EOS
+from ._inputs import (
+    call_scorer,
+    check_choice,
+    check_clip,
+    check_models,
+    check_optimizer,
+    check_prompts,
+    check_rng,
+    check_scorer,
+    check_token_id,
+)
 from .rollout import policy_token_log_probs, rollout_rewards, sample_rollout
 
 __all__ = ["penalize_missing_eos", "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step",
@@ -34,15 +54,14 @@ def penalize_missing_eos(scores, tokens, mask, penalty: float, eos: int = EOS) -
     prompt holding an earlier turn) does not count.
     """
     scores = as_float_array("scores", scores, ndim=1)
-    tokens = np.asarray(tokens)
+    tokens = as_int_array("tokens", tokens, low=0)
     mask = as_bool_array("mask", mask)
     check_shape("mask", mask, tokens.shape, "tokens")
     if mask.ndim != 2 or len(mask) != len(scores):
-        raise ValueError(f"mask: expected shape [B, L] with B = {len(scores)} (one row per score), "
-                         f"got {mask.shape}")
-    penalty = float(penalty)
-    if not (np.isfinite(penalty) and penalty > 0):
-        raise ValueError(f"penalty: expected a finite number > 0, got {penalty}")
+        raise ValueError(f"mask: expected shape [B, L] with B = {len(scores)} (one row per entry "
+                         f"of scores), got {mask.shape}")
+    penalty = check_nonnegative("penalty", penalty, positive=True)
+    eos = check_token_id("eos", eos)
     finished = ((tokens == eos) & mask).any(axis=1)
     return np.where(finished, scores, scores - penalty)
 
@@ -95,6 +114,21 @@ class RLHFHistory(NamedTuple):
     approx_kl: np.ndarray
 
 
+def _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
+                missing_eos_penalty, eos=EOS):
+    """The arguments ``rlhf_step`` and ``rlhf_train`` share, checked."""
+    configs = check_models(policy=policy, ref=ref)
+    check_prompts(prompts, max_new, configs)
+    check_scorer("reward_fn", reward_fn)
+    check_nonnegative("beta", beta)
+    check_count("epochs", epochs)
+    check_clip(clip)
+    check_choice("kind", kind, _KL_KINDS)
+    if missing_eos_penalty is not None:
+        check_nonnegative("missing_eos_penalty", missing_eos_penalty, positive=True)
+    check_token_id("eos", eos, configs["policy"].vocab)
+
+
 def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generator, opt, opt_state,
               beta: float = 0.05, max_new: int = 8, epochs: int = 4, clip: float = 0.2, kind: str = "k1",
               missing_eos_penalty: float | None = None, eos: int = EOS):
@@ -115,7 +149,10 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
     ``stats`` a dict with the rollout (``tokens``, ``mask``, ``scores``, the reward model's scores
     before any penalty) and the figures ``RLHFHistory`` records.
     """
-    epochs = check_count("epochs", epochs)
+    _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
+                missing_eos_penalty, eos)
+    check_rng(rng)
+    check_optimizer(opt, opt_state, policy)
     data = sample_rollout(policy, ref, prompts, max_new, rng)
     scores = rollout_rewards(reward_fn, data)
     finished = ((data.tokens == eos) & data.mask).any(axis=1)
@@ -156,12 +193,13 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
     is subtracted from the score of each completion cut at ``max_new`` tokens; ``None`` (TRL's
     default) scores it as if it were finished. Deterministic given ``seed``.
     """
+    _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
+                missing_eos_penalty)
     prompts = np.asarray(prompts)
     check_count("iterations", iterations)
-    if missing_eos_penalty is not None:
-        penalty = float(missing_eos_penalty)
-        if not (np.isfinite(penalty) and penalty > 0):
-            raise ValueError(f"missing_eos_penalty: expected None or a finite number > 0, got {penalty}")
+    check_count("batch", batch)
+    if metric is not None:
+        check_callable("metric", metric, 2, "None or a function (tokens, mask) -> [B]")
     rng = as_rng(seed)
     keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)
@@ -172,7 +210,8 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
         rows = rng.choice(len(prompts), size=min(batch, len(prompts)), replace=False)
         policy, state, stats = rlhf_step(policy, ref, reward_fn, prompts[rows], rng, opt, state,
                                          beta, max_new, epochs, clip, kind, missing_eos_penalty)
-        stats["metric"] = float(np.mean(metric(stats["tokens"], stats["mask"]))) if metric else np.nan
+        stats["metric"] = (float(np.mean(call_scorer("metric", metric, stats["tokens"], stats["mask"])))
+                           if metric is not None else np.nan)
         for k in keys:
             history[k][i] = stats[k]
     return RLHFHistory(policy, *(history[k] for k in keys))

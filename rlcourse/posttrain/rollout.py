@@ -14,9 +14,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_shape
+from ..core._checks import as_bool_array, check_shape
 from ..core.lm import generate, lm_logits
 from ..core.tokens import token_log_probs
+from ._inputs import (
+    call_scorer,
+    check_model,
+    check_models,
+    check_prompts,
+    check_rng,
+    check_scorer,
+    check_token_ids,
+)
 
 __all__ = ["TokenRollout", "sample_rollout", "policy_token_log_probs", "rollout_rewards"]
 
@@ -38,12 +47,15 @@ class TokenRollout(NamedTuple):
 def policy_token_log_probs(params, tokens):
     """``log pi(tokens[:, t+1] | tokens[:, :t+1])`` under the model ``params``: ``[B, L-1]``
     (traced when ``params`` is)."""
+    tokens = check_token_ids("tokens", tokens, check_model("params", params), "params")
     return token_log_probs(lm_logits(params, tokens)[:, :-1], tokens)
 
 
 def sample_rollout(policy, ref, prompts, max_new: int, rng: np.random.Generator) -> TokenRollout:
     """Sample one completion per row of ``prompts`` ``[B, P]`` from ``policy`` and score its tokens
     under ``policy`` and the frozen ``ref``."""
+    prompts, max_new = check_prompts(prompts, max_new, check_models(policy=policy, ref=ref))
+    check_rng(rng)
     tokens, mask = generate(policy, prompts, max_new, rng)
     old_logits = lm_logits(policy, tokens)[:, :-1]
     ref_logits = lm_logits(ref, tokens)[:, :-1]
@@ -53,7 +65,9 @@ def sample_rollout(policy, ref, prompts, max_new: int, rng: np.random.Generator)
 
 def rollout_rewards(reward_fn: Callable, rollout: TokenRollout) -> np.ndarray:
     """``reward_fn(tokens, mask)`` checked to be one finite number per completion: ``[B]``."""
-    rewards = as_float_array("reward_fn(tokens, mask)", reward_fn(rollout.tokens, rollout.mask),
-                             ndim=1)
-    check_shape("reward_fn(tokens, mask)", rewards, (len(rollout.tokens),), "the batch")
-    return rewards
+    check_scorer("reward_fn", reward_fn)
+    if not isinstance(rollout, TokenRollout):
+        raise TypeError(f"rollout: expected a TokenRollout from sample_rollout, got {type(rollout).__name__}")
+    check_shape("rollout.mask", as_bool_array("rollout.mask", rollout.mask), np.shape(rollout.tokens),
+                "rollout.tokens")
+    return call_scorer("reward_fn", reward_fn, rollout.tokens, rollout.mask)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import as_bool_array, as_rng, check_shape
+from ..core._checks import as_bool_array, as_rng, check_count, check_shape
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.lm import lm_nll
 from ..core.optim import Adam
-from ..core.transformer import _check_tokens, transformer_config
+from ._inputs import check_model, check_token_ids
 
 __all__ = ["sft"]
 
@@ -23,14 +23,14 @@ def sft(params, tokens, mask, steps: int = 300, lr: float = 3e-3, seed=0, batch:
     (the completions) are fitted. Returns ``(params, losses)``, ``losses`` ``[steps]`` being each
     minibatch's loss before its update. Every row must have a counted token.
     """
-    tokens = _check_tokens(tokens, transformer_config(params).vocab)
+    tokens = check_token_ids("tokens", tokens, check_model("params", params), "params")
     mask = as_bool_array("mask", mask)
     check_shape("mask", mask, tokens.shape, "tokens")
     empty = np.flatnonzero(~mask[:, 1:].any(axis=1))
     if empty.size:
         raise ValueError(f"mask: row {int(empty[0])} has no token to fit in mask[:, 1:]")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+    steps = check_count("steps", steps)
+    batch = check_count("batch", batch)
     rng = as_rng(seed)
     keep_freed_memory()  # the model's 0.25-4 MB activations: reuse freed memory, no page faults
     opt = Adam(lr=lr)

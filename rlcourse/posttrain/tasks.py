@@ -11,7 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_bool_array, as_rng, check_count, check_shape
+from ..core._checks import (
+    as_bool_array,
+    as_int_array,
+    as_rng,
+    check_count,
+    check_nonnegative,
+    check_shape,
+)
 from ..core.tokenizer import EOS, PAD, Tokenizer
 from ..core.transformer import _check_tokens
 
@@ -26,6 +33,8 @@ def addition_data(n: int, seed=0, max_operand: int = 9):
     A verifier-checkable toy task for ``Tokenizer("0123456789+=")``: the answer is right iff it
     equals ``str(a + b)``.
     """
+    n = check_count("n", n)
+    max_operand = check_count("max_operand", max_operand, low=0)
     rng = as_rng(seed)
     a, b = rng.integers(0, max_operand + 1, size=(2, n))
     return [f"{x}+{y}=" for x, y in zip(a, b)], [str(x + y) for x, y in zip(a, b)]
@@ -99,6 +108,9 @@ class ReversalTask(NamedTuple):
         return rewards
 
 
+_MAX_WORDS = 10**6  # every word is listed and shuffled: a million take about a second
+
+
 def reversal_task(alphabet: str = "abcde", length: int = 4, n_sft: int = 32, n_test: int = 200,
                   seed=0) -> ReversalTask:
     """The string-reversal task with its three disjoint splits (see ``ReversalTask``).
@@ -106,9 +118,14 @@ def reversal_task(alphabet: str = "abcde", length: int = 4, n_sft: int = 32, n_t
     All ``len(alphabet) ** length`` words are shuffled with ``seed``; the first ``n_sft`` are the
     SFT set, the next ``n_test`` the held-out test set, the rest the RL prompts.
     """
-    if not alphabet or len(set(alphabet)) != len(alphabet) or ">" in alphabet:
-        raise ValueError(f"alphabet: expected distinct characters other than '>', got {alphabet!r}")
+    if (not isinstance(alphabet, str) or not alphabet or len(set(alphabet)) != len(alphabet)
+            or ">" in alphabet):
+        raise ValueError(f"alphabet: expected a string of distinct characters other than '>', "
+                         f"got {alphabet!r}")
     length = check_count("length", length)
+    if len(alphabet) ** length > _MAX_WORDS:
+        raise ValueError(f"length: {len(alphabet)} letters make {len(alphabet)}**{length} words of "
+                         f"length {length}, more than the {_MAX_WORDS:.0e} this task lists")
     words = ["".join(w) for w in itertools.product(alphabet, repeat=length)]
     n_sft, n_test = check_count("n_sft", n_sft), check_count("n_test", n_test)
     if n_sft + n_test >= len(words):
@@ -122,7 +139,12 @@ def reversal_task(alphabet: str = "abcde", length: int = 4, n_sft: int = 32, n_t
 
 def token_counts(tokens, mask, vocab: int) -> np.ndarray:
     """How often each token id occurs where ``mask`` is True: ``[B, V]`` floats (bag of words)."""
-    tokens = _check_tokens(tokens, vocab)
+    vocab = check_count("vocab", vocab)
+    tokens = as_int_array("tokens", tokens, low=0)
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens: expected shape [B, L], got {tokens.shape}")
+    if tokens.size and tokens.max() >= vocab:
+        raise ValueError(f"tokens: expected ids below vocab={vocab}, got {tokens.max()}")
     mask = as_bool_array("mask", mask)
     check_shape("mask", mask, tokens.shape, "tokens")
     counts = np.zeros((len(tokens), vocab))
@@ -145,6 +167,7 @@ STYLE_WORDS = ["the", *_NOUNS, *_VERBS, *_ADVERBS, *_WARMTH, "."]
 def style_data(n: int, seed=0):
     """``n`` grammatical examples ``(prompts, completions)`` of the style task, uniformly drawn:
     ``"the dog"`` -> ``"was quite fine ."``; the grammar is ``VERB [ADVERB] ADJECTIVE .``."""
+    n = check_count("n", n)
     rng = as_rng(seed)
     nouns = rng.choice(_NOUNS, n)
     verbs = rng.choice(_VERBS, n)
@@ -158,6 +181,9 @@ def style_data(n: int, seed=0):
 def style_quality(completions: list[str]):
     """``(quality [n], fluent [n])``: warmth of the adjective in [0, 1] (0 if not fluent), and
     whether the completion follows the grammar ``VERB [ADVERB] ADJECTIVE .``."""
+    if (not isinstance(completions, (list, tuple, np.ndarray))
+            or not all(isinstance(c, str) for c in completions)):
+        raise TypeError(f"completions: expected a list of strings, got {completions!r:.60}")
     quality, fluent = np.zeros(len(completions)), np.zeros(len(completions), dtype=bool)
     for i, text in enumerate(completions):
         w = text.split()
@@ -174,6 +200,8 @@ def style_preferences(n: int, seed=0, sharpness: float = 4.0):
     Bradley-Terry probability ``sigmoid(sharpness * (quality_1 - quality_2))``, so labels are
     noisy where the qualities are close, as human labels are.
     """
+    n = check_count("n", n)
+    sharpness = check_nonnegative("sharpness", sharpness)
     rng = as_rng(seed)
     prompts, first = style_data(n, rng)
     _, second = style_data(n, rng)
@@ -236,6 +264,7 @@ def review_task() -> ReviewTask:
 
     def rate(tokens, prompt_len: int):
         tokens = _check_tokens(tokens, tokenizer.vocab_size)
+        prompt_len = check_count("prompt_len", prompt_len)
         if tokens.ndim != 2 or not 0 < prompt_len <= tokens.shape[1] - 4:
             raise ValueError(f"tokens: expected [B, L] rows with a prompt of prompt_len={prompt_len} "
                              f"columns and room for 3 words and EOS after it, got shape {tokens.shape}")

@@ -7,7 +7,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_count
+from ..core._checks import (
+    as_float_array,
+    as_int_array,
+    check_callable,
+    check_count,
+    check_logits,
+    real_scalar,
+)
 
 __all__ = ["BeamResult", "beam_search", "BestOfNResult", "best_of_n", "best_of_n_distribution",
            "pass_at_k"]
@@ -43,15 +50,21 @@ def beam_search(
     sequence (``tests/test_search.py`` has a three-token example where width 2 scores below
     widths 1 and 3). Only a beam as wide as the number of all prefixes is exact.
     """
+    check_callable("step", step, 1, "a function tokens -> log-probabilities [V]")
     beam_width = check_count("beam_width", beam_width)
     max_len = check_count("max_len", max_len)
-    start = tuple(int(t) for t in start)
+    start = _start_tokens(start)
+    if eos is not None:
+        eos = check_count("eos", eos, low=0)
     live = [BeamResult(start, 0.0)]
     finished: list[BeamResult] = []
     for _ in range(max_len):
         tokens, scores = [], []
         for hyp in live:
             logp = _log_probs(step(hyp.tokens))
+            if eos is not None and eos >= logp.size:
+                raise ValueError(f"eos: expected a token id below the {logp.size} that step "
+                                 f"scores, got {eos}")
             possible = np.flatnonzero(logp > -np.inf)  # a token of probability 0 is never kept
             tokens.extend(hyp.tokens + (int(v),) for v in possible)
             scores.append(hyp.score + logp[possible])
@@ -68,13 +81,19 @@ def beam_search(
 
 
 def _log_probs(logp) -> np.ndarray:
-    """``step``'s output as float [V]; -inf (an impossible token) is allowed, NaN/+inf not."""
-    arr = np.asarray(logp, dtype=np.float64)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"step: expected log-probabilities of shape [V], got shape {arr.shape}")
-    if np.isnan(arr).any() or np.isposinf(arr).any():
-        raise ValueError(f"step: returned log-probabilities with NaN or +inf: {arr}")
-    return arr
+    """``step``'s output as float [V]; -inf (an impossible token) is allowed, NaN/+inf and a row
+    with no possible token are not."""
+    return check_logits("step(tokens)", logp, ndim=1).astype(np.float64)
+
+
+def _start_tokens(start) -> tuple:
+    """``start`` as a tuple of token ids (ints >= 0; may be empty)."""
+    arr = np.asarray(start)
+    if arr.ndim == 1 and arr.size == 0:
+        return ()
+    if arr.ndim != 1:
+        raise ValueError(f"start: expected a sequence of token ids, got {start!r}")
+    return tuple(int(t) for t in as_int_array("start", arr, low=0))
 
 
 class BestOfNResult(NamedTuple):
@@ -98,15 +117,24 @@ def best_of_n(candidates: Sequence, score: Callable[[Any], float]) -> BestOfNRes
     Returns ``BestOfNResult(best, index, scores)``: ``scores`` [N] float, ``index`` the first
     position of the maximum. Raises on no candidates or a NaN score.
     """
-    candidates = list(candidates)
+    try:
+        candidates = list(candidates)
+    except TypeError:
+        raise TypeError(f"candidates: expected a sequence, got {type(candidates).__name__}") from None
     if not candidates:
         raise ValueError("candidates: expected at least one candidate, got an empty sequence")
-    scores = np.array([float(score(x)) for x in candidates], dtype=np.float64)
+    check_callable("score", score, 1, "a function candidate -> float")
+    scores = np.array([_score_value(score(x)) for x in candidates], dtype=np.float64)
     if np.isnan(scores).any():
         i = int(np.argmax(np.isnan(scores)))
         raise ValueError(f"score: returned NaN for candidate {i}: {candidates[i]!r}")
     index = int(np.argmax(scores))
     return BestOfNResult(candidates[index], index, scores)
+
+
+def _score_value(value) -> float:
+    """A score as a float: a number, or a bool (a verifier's pass or fail)."""
+    return float(value) if isinstance(value, (bool, np.bool_)) else real_scalar("score(candidate)", value)
 
 
 def best_of_n_distribution(probs, rewards, n: int) -> np.ndarray:
@@ -125,7 +153,7 @@ def best_of_n_distribution(probs, rewards, n: int) -> np.ndarray:
     p = as_float_array("probs", probs, ndim=1)
     r = as_float_array("rewards", rewards, ndim=1)
     if r.shape != p.shape:
-        raise ValueError(f"rewards: expected shape {p.shape} (one per outcome), got {r.shape}")
+        raise ValueError(f"rewards: expected shape {p.shape} (one per outcome of probs), got {r.shape}")
     if p.size == 0 or (p < 0).any() or not np.isclose(p.sum(), 1.0, atol=1e-9):
         raise ValueError(f"probs: expected probabilities >= 0 summing to 1, got sum {p.sum()}")
     if not np.isfinite(r).all():

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._checks import check_flag
 
-def check_flag(name: str, value) -> bool:
-    """``value`` as a bool: ``True``/``False`` only (a string such as ``"no"`` is refused, not
-    read as true)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
-    return bool(value)
+__all__ = ["check_flag", "check_axes"]
 
 
 def check_axes(name: str, ax, count: int | None = None):
