@@ -267,8 +267,26 @@ def test_bad_arguments_raise():
                     np.zeros(2), np.zeros(3))
     nan_params = ad.tree_map(lambda p: p.copy(), params)
     nan_params["actor"][2]["w"][0, 0] = np.nan
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(ValueError, match=r"params\['actor'\]\[2\]\['w'\]"):  # at the cause
         rc.collect_rollout(env, model, nan_params, env.reset(seed=0), 2, np.random.default_rng(0))
+    # a network that diverges between checks still cannot sample: NaN logits raise
+    nan_model = lambda p, obs: (model(p, obs)[0] * np.nan, model(p, obs)[1])  # noqa: E731
+    with pytest.raises(ValueError, match="logits"):
+        rc.collect_rollout(env, nan_model, params, env.reset(seed=0), 2, np.random.default_rng(0))
+
+
+def test_nan_params_are_refused_by_a_loss_called_directly():
+    """A NaN weight never turns into a silently NaN loss: the losses name the leaf, inside
+    value_and_grad or not."""
+    model, params = rc.make_actor_critic(4, 2, hidden=(4,), seed=0)
+    params["critic"][0]["w"][0, 0] = np.nan
+    obs, actions, data = np.ones((3, 4)), np.array([0, 1, 0]), np.zeros(3)
+    for loss in (lambda p: rc.ppo_loss(p, model, obs, actions, data - 1.0, data, data),
+                 lambda p: rc.actor_critic_loss(p, model, obs, actions, data, data),
+                 ad.value_and_grad(lambda p: rc.ppo_loss(p, model, obs, actions, data - 1.0, data,
+                                                         data))):
+        with pytest.raises(ValueError, match=r"params\['critic'\]\[0\]\['w'\]"):
+            loss(params)
 
 
 # ---- learning: thresholds from the task (CartPole-v1 is capped at 500)

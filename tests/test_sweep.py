@@ -105,7 +105,7 @@ def test_bad_arguments_raise():
         rc.ppo_sweep([rc.CartPole(n=2, seed=0)], p, 256, [dict(seed=0), dict(seed=1)])
     broken = rc.tree_map(np.copy, p)
     broken["actor"][-1]["w"][0, 0] = np.nan
-    with pytest.raises(ValueError, match=r"member\(s\) \[1\]"):
+    with pytest.raises(ValueError, match=r"params\[1\]\['actor'\]"):  # refused at entry
         rc.ppo_sweep(env, [p, broken], 256, [dict(seed=0), dict(seed=1)])
 
 

@@ -15,13 +15,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import agent_rng, check_count, check_nonnegative, check_probability
+from ..core._checks import (
+    agent_rng,
+    as_rng,
+    check_count,
+    check_flag,
+    check_nonnegative,
+    check_probability,
+    float_dtype,
+)
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
 from ..core.optim import Adam
 from ..core.returns import gae
-from .rollout import check_minibatch, collect_rollout, explained_variance
-from .trainer import Learner, TrainingLog, standardise
+from .rollout import check_minibatch, check_obs, collect_rollout, explained_variance
+from .trainer import CHECKED_BY_CALLER, Learner, TrainingLog, check_env, model_output, standardise
 
 __all__ = ["actor_critic", "actor_critic_loss", "A2C_CARTPOLE"]
 
@@ -43,8 +51,9 @@ def actor_critic_loss(params, model, obs, actions, advantages, returns, vf_coef:
     """
     actions = np.asarray(actions)
     check_minibatch(actions, advantages=advantages, returns=returns)
+    obs = check_obs(obs, actions)
     vf_coef, ent_coef = check_nonnegative("vf_coef", vf_coef), check_nonnegative("ent_coef", ent_coef)
-    logits, values = model(params, obs)
+    logits, values = model_output(model, params, obs, "actor_critic")
     log_probs = categorical_log_prob(logits, actions)
     policy_loss = -ad.mean(log_probs * ad.stop_gradient(advantages))
     value_loss = 0.5 * ad.mean(ad.square(values - returns))
@@ -112,18 +121,28 @@ def actor_critic(env, model, params, total_steps: int = 100_000, *, rollout: int
     return log.result(learner.params)
 
 
-_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+_NOT_SETTINGS = ("model", "params", "opt", "callback", "progress")
 
 
 def _checked_settings(total_steps, rollout, lr, gamma, lam, vf_coef, ent_coef, max_grad_norm,
-                      norm_adv, anneal_lr, dtype, seed) -> dict:
-    """``actor_critic``'s arguments, each checked once, as the ``settings`` of its result."""
+                      norm_adv, anneal_lr, dtype, seed,
+                      env=CHECKED_BY_CALLER) -> dict:
+    """``actor_critic``'s arguments, each checked once, as the ``settings`` of its result
+    (``env`` is checked, not recorded; the model, params, opt and callback where used)."""
+    check_env(env)
     check_count("total_steps", total_steps)
     check_count("rollout", rollout)
     check_probability("gamma", gamma)
     check_probability("lam", lam)
+    check_nonnegative("lr", lr)
     check_nonnegative("vf_coef", vf_coef)
     check_nonnegative("ent_coef", ent_coef)
+    if max_grad_norm is not None:
+        check_nonnegative("max_grad_norm", max_grad_norm, positive=True)
+    check_flag("norm_adv", norm_adv)
+    check_flag("anneal_lr", anneal_lr)
+    as_rng(seed)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, rollout=rollout, lr=lr, gamma=gamma, lam=lam,
                 vf_coef=vf_coef, ent_coef=ent_coef, max_grad_norm=max_grad_norm,
                 norm_adv=norm_adv, anneal_lr=anneal_lr, dtype=np.dtype(dtype).name, seed=seed)

@@ -19,15 +19,19 @@ from ..core._checks import (
     as_bool_array,
     as_float_array,
     as_int_array,
+    as_rng,
     check_count,
+    check_flag,
+    check_nonnegative,
     check_probability,
     check_shape,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.losses import huber
 from ..core.optim import Adam, linear_schedule
-from .rollout import check_minibatch
-from .trainer import Learner, TrainingLog
+from .rollout import check_minibatch, check_obs
+from .trainer import CHECKED_BY_CALLER, Learner, TrainingLog, check_env, model_output
 
 __all__ = ["ReplayBuffer", "DQN_CARTPOLE", "dqn", "dqn_targets", "dqn_loss"]
 
@@ -111,9 +115,9 @@ def dqn_loss(params, model, obs, actions, targets, delta: float = 1.0):
     ``obs [B, ...]``, ``actions [B]`` ints, ``targets [B]`` (plain arrays: no gradient flows into
     the target, which is what makes this a *semi-gradient* method). Returns ``(loss, q_mean)``.
     """
-    q = model(params, obs)
-    actions = as_int_array("actions", actions, 0, q.shape[1])
     check_minibatch(actions, targets=targets)
+    q = model_output(model, params, check_obs(obs, actions), "q")
+    actions = as_int_array("actions", actions, 0, q.shape[1])
     q_taken = ad.take_along_axis(q, actions[:, None], axis=1)[:, 0]
     return ad.mean(huber(q_taken - targets, delta)), ad.mean(ad.stop_gradient(q_taken))
 
@@ -128,6 +132,11 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_shape: tuple, dtype=np.float32):
         self.capacity = check_count("capacity", capacity)
+        if not isinstance(obs_shape, (tuple, list)):
+            raise TypeError(f"obs_shape: expected a tuple of sizes such as (4,) or (), got "
+                            f"{type(obs_shape).__name__} {obs_shape!r}")
+        obs_shape = tuple(check_count(f"obs_shape[{i}]", size) for i, size in enumerate(obs_shape))
+        dtype = float_dtype("dtype", dtype)
         self.obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.next_obs = np.zeros((capacity, *obs_shape), dtype=dtype)
         self.actions = np.zeros(capacity, dtype=np.int64)
@@ -214,8 +223,6 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
     the callback.
     """
     settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
-    if not callable(model):
-        raise TypeError(f"model: expected a function (params, obs) -> q, got {type(model).__name__}")
     n, num_actions = env.n, env.num_actions
     learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
     rng = agent_rng(seed)
@@ -227,10 +234,7 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
     log = TrainingLog(env, "dqn", total_steps, progress, callback, settings)
 
     obs = np.asarray(env.reset(seed=seed), dtype=dtype)
-    q = np.asarray(model(learner.params, obs))
-    if q.shape != (n, num_actions):
-        raise ValueError(f"model: expected Q-values of shape {(n, num_actions)} ([n, num_actions]), "
-                         f"got {q.shape}")
+    model_output(model, learner.params, obs, "q", num_actions, "env's observations")
     step, gradient_step = 0, 0
     next_train, next_update = max(learning_starts, train_freq), train_freq
     losses, q_means = [], []
@@ -283,13 +287,16 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
     return log.result(learner.params, target_params=target_params)
 
 
-_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+_NOT_SETTINGS = ("model", "params", "opt", "callback", "progress")
 
 
 def _checked_settings(total_steps, lr, gamma, buffer_size, batch_size, learning_starts,
                       train_freq, gradient_steps, target_update, tau, epsilon_start, epsilon_end,
-                      exploration_fraction, double, max_grad_norm, anneal_lr, dtype, seed) -> dict:
-    """``dqn``'s arguments, each checked once, as the ``settings`` of its result."""
+                      exploration_fraction, double, max_grad_norm, anneal_lr, dtype, seed,
+                      env=CHECKED_BY_CALLER) -> dict:
+    """``dqn``'s arguments, each checked once, as the ``settings`` of its result (``env`` is
+    checked, not recorded; the model, params, opt and callback are checked where used)."""
+    check_env(env)
     for name, value in (("total_steps", total_steps), ("buffer_size", buffer_size),
                         ("batch_size", batch_size), ("train_freq", train_freq),
                         ("gradient_steps", gradient_steps), ("target_update", target_update)):
@@ -301,6 +308,13 @@ def _checked_settings(total_steps, lr, gamma, buffer_size, batch_size, learning_
         check_probability(name, value)
     if tau == 0:
         raise ValueError("tau: expected a number in (0, 1]; tau=0 would never update the target")
+    check_nonnegative("lr", lr)
+    if max_grad_norm is not None:
+        check_nonnegative("max_grad_norm", max_grad_norm, positive=True)
+    check_flag("double", double)
+    check_flag("anneal_lr", anneal_lr)
+    as_rng(seed)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, lr=lr, gamma=gamma, buffer_size=buffer_size,
                 batch_size=batch_size, learning_starts=learning_starts, train_freq=train_freq,
                 gradient_steps=gradient_steps, target_update=target_update, tau=tau,

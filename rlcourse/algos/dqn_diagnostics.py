@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_probability, check_shape, real_scalar
+from ..core._checks import as_float_array, check_count, check_probability, check_shape, real_scalar
+from .trainer import check_env, check_params, model_output
 
 __all__ = [
     "action_gap",
@@ -117,12 +118,19 @@ def greedy_discounted_returns(env, model, params, states, gamma: float, horizon:
     The observations are the states cast to ``env``'s observation dtype, as after ``reset``.
     """
     gamma = check_probability("gamma", gamma)
-    states = np.asarray(states)
-    if states.ndim < 1 or len(states) != env.n:
-        raise ValueError(f"states: expected {env.n} states (one per copy of env), got shape {states.shape}")
+    horizon = check_count("horizon", horizon)
+    check_env(env)
+    check_params("params", params, optional=True)
+    states = as_float_array("states", states)
+    if states.shape != (env.n, *env.observation_shape):
+        raise ValueError(f"states: expected shape {(env.n, *env.observation_shape)} (one state per "
+                         f"copy of env), got {states.shape}")
     if getattr(env, "max_steps", None) is not None:
         raise ValueError("env: expected no time limit (max_steps=None); a truncation would cut "
                          "the returns short")
+    if not isinstance(getattr(type(env), "state", None), property):
+        raise TypeError(f"env: expected a writable state (as rc.CartPole has), got "
+                        f"{type(env).__name__}")
     obs = env.reset()
     env.state = states
     obs = np.asarray(env.state, dtype=obs.dtype)
@@ -130,7 +138,8 @@ def greedy_discounted_returns(env, model, params, states, gamma: float, horizon:
     alive = np.ones(env.n, dtype=bool)
     discount = 1.0
     for _ in range(horizon):
-        out = env.step(np.argmax(np.asarray(model(params, obs)), axis=1))
+        q = model_output(model, params, obs, "q", env.num_actions, "env's observations")
+        out = env.step(np.argmax(np.asarray(q), axis=1))
         total += discount * np.where(alive, out.reward, 0.0)
         discount *= gamma
         alive &= ~out.terminated
@@ -151,10 +160,9 @@ class RecentStates:
     """
 
     def __init__(self, env, keep: int = 1_000):
+        check_env(env)
         self.env = env
-        self.keep = int(keep)
-        if self.keep < 1:
-            raise ValueError(f"keep: expected a positive integer, got {keep!r}")
+        self.keep = check_count("keep", keep)
         self._recent = np.zeros((self.keep, *env.observation_shape), dtype=np.float32)
         self._count = 0
 

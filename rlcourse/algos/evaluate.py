@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._checks import check_count
+from ..core._checks import as_rng, check_count, check_flag
+from .trainer import check_env, check_params
 
 __all__ = ["EvalResult", "evaluate", "greedy_policy", "Checkpoints"]
 
@@ -39,6 +40,8 @@ def evaluate(env, policy, episodes: int = 10, seed: int = 0, max_steps: int = 1_
     environment without a time limit raises instead of hanging.
     """
     episodes = check_count("episodes", episodes)
+    max_steps = check_count("max_steps", max_steps)
+    check_env(env)
     if not callable(policy):
         raise TypeError(f"policy: expected a function obs -> actions, got {type(policy).__name__}")
     n = env.n
@@ -51,7 +54,7 @@ def evaluate(env, policy, episodes: int = 10, seed: int = 0, max_steps: int = 1_
     for _ in range(max_steps):
         if all(len(r) >= q for r, q in zip(returns, quota)):
             break
-        step = env.step(policy(obs))
+        step = _step(env, policy, obs)
         running += step.reward
         steps += 1
         for i in np.flatnonzero(step.terminated | step.truncated).tolist():
@@ -72,12 +75,30 @@ def evaluate(env, policy, episodes: int = 10, seed: int = 0, max_steps: int = 1_
     return EvalResult(float(flat_returns.mean()), float(flat_returns.std()), flat_returns, flat_lengths)
 
 
+def _step(env, policy, obs):
+    """``env.step(policy(obs))``; an error from either names ``policy`` and ``env``, since the
+    policy's actions or its fit to the env's observations is the likely cause."""
+    try:
+        actions = policy(obs)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
+        raise ValueError(f"policy: failed on env's observations of shape {np.shape(obs)}: "
+                         f"{type(err).__name__}: {err}") from err
+    try:
+        return env.step(actions)
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"policy: env could not take its actions ({err})") from err
+
+
 def greedy_policy(model, params):
     """``obs -> argmax_a model(params, obs)[:, a]``: greedy for a Q-network, the mode for logits.
 
     If ``model`` returns a tuple (``(logits, value)`` of an actor-critic), its first item is used.
     Ties go to the lowest action index (``np.argmax``).
     """
+    if not callable(model):
+        raise TypeError(f"model: expected a function (params, obs) -> scores, got "
+                        f"{type(model).__name__}")
+    check_params("params", params, optional=True)
 
     def policy(obs):
         out = model(params, obs)
@@ -102,9 +123,14 @@ class Checkpoints:
 
     def __init__(self, eval_env, model, every: int = 2_560, episodes: int = 10, seed: int = 1_000,
                  keep_best: bool = True):
+        check_env(eval_env, "eval_env")
+        if not callable(model):
+            raise TypeError(f"model: expected a function (params, obs) -> scores, got "
+                            f"{type(model).__name__}")
         self.eval_env, self.model = eval_env, model
         self.every, self.episodes = check_count("every", every), check_count("episodes", episodes)
-        self.seed, self.keep_best = seed, keep_best
+        as_rng(seed)
+        self.seed, self.keep_best = seed, check_flag("keep_best", keep_best)
         self.steps: list[int] = []
         self.returns: list[float] = []
         self.best_params, self.best_return, self.best_step = None, None, None

@@ -25,15 +25,31 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import agent_rng, check_count, check_nonnegative, check_probability
+from ..core._checks import (
+    agent_rng,
+    as_rng,
+    check_count,
+    check_flag,
+    check_nonnegative,
+    check_probability,
+    float_dtype,
+)
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
 from ..core.kl import kl_estimate
 from ..core.losses import ppo_clip_objective
 from ..core.optim import Adam
 from ..core.returns import gae
-from .rollout import check_minibatch, collect_rollout, explained_variance
-from .trainer import Learner, TrainingLog, average, standardise
+from .rollout import check_minibatch, check_obs, collect_rollout, explained_variance
+from .trainer import (
+    CHECKED_BY_CALLER,
+    Learner,
+    TrainingLog,
+    average,
+    check_env,
+    model_output,
+    standardise,
+)
 
 __all__ = ["ppo", "ppo_loss", "PPO_CARTPOLE"]
 
@@ -65,15 +81,16 @@ def ppo_loss(params, model, obs, actions, old_log_probs, advantages, returns, cl
     """
     actions = np.asarray(actions)
     check_minibatch(actions, old_log_probs=old_log_probs, advantages=advantages, returns=returns)
+    obs = check_obs(obs, actions)
     clip = check_probability("clip", clip)
     vf_coef, ent_coef = check_nonnegative("vf_coef", vf_coef), check_nonnegative("ent_coef", ent_coef)
     if vf_clip is not None:
         vf_clip = check_nonnegative("vf_clip", vf_clip, positive=True)
-        if np.shape(old_values) != actions.shape:
-            raise ValueError(f"old_values: expected shape {actions.shape} like actions (the values "
-                             f"stored at collection time, needed by vf_clip), got "
-                             f"{np.shape(old_values)}")
-    logits, values = model(params, obs)
+        if old_values is None:
+            raise ValueError("old_values: vf_clip needs the values stored at collection time "
+                             "[B] like actions, got None")
+        check_minibatch(actions, old_values=old_values)
+    logits, values = model_output(model, params, obs, "actor_critic")
     log_probs = categorical_log_prob(logits, actions)
     ratio = ad.exp(log_probs - old_log_probs)
     policy_loss = -ad.mean(ppo_clip_objective(ratio, advantages, clip))
@@ -178,25 +195,31 @@ def ppo(env, model, params, total_steps: int = 100_000, *, rollout: int = 128, e
     return log.result(learner.params)
 
 
-_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+_NOT_SETTINGS = ("model", "params", "opt", "callback", "progress")
 
 
 def _checked_settings(total_steps, rollout, epochs, minibatch, lr, gamma, lam, clip, vf_coef,
                       ent_coef, max_grad_norm, anneal_lr, anneal_clip, norm_adv, target_kl, vf_clip,
-                      dtype, seed) -> dict:
-    """``ppo``'s arguments, each checked once, as the ``settings`` dict of its result."""
+                      dtype, seed, env=CHECKED_BY_CALLER) -> dict:
+    """``ppo``'s arguments, each checked once, as the ``settings`` dict of its result (``env``
+    is checked, not recorded; the model, params, opt and callback are checked where used)."""
+    check_env(env)
     for name, value in (("total_steps", total_steps), ("rollout", rollout), ("epochs", epochs),
                         ("minibatch", minibatch)):
         check_count(name, value)
     for name, value in (("gamma", gamma), ("lam", lam), ("clip", clip)):
         check_probability(name, value)
-    for name, value in (("vf_coef", vf_coef), ("ent_coef", ent_coef)):
+    for name, value in (("lr", lr), ("vf_coef", vf_coef), ("ent_coef", ent_coef)):
         check_nonnegative(name, value)
-    for name, value in (("target_kl", target_kl), ("vf_clip", vf_clip)):
+    for name, value in (("target_kl", target_kl), ("vf_clip", vf_clip),
+                        ("max_grad_norm", max_grad_norm)):
         if value is not None:
             check_nonnegative(name, value, positive=True)
-    if max_grad_norm is not None and not max_grad_norm > 0:
-        raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
+    for name, value in (("anneal_lr", anneal_lr), ("anneal_clip", anneal_clip),
+                        ("norm_adv", norm_adv)):
+        check_flag(name, value)
+    as_rng(seed)
+    dtype = float_dtype("dtype", dtype)
     return dict(total_steps=total_steps, rollout=rollout, epochs=epochs, minibatch=minibatch,
                 lr=lr, gamma=gamma, lam=lam, clip=clip, vf_coef=vf_coef, ent_coef=ent_coef,
                 max_grad_norm=max_grad_norm, anneal_lr=anneal_lr, anneal_clip=anneal_clip,

@@ -40,15 +40,20 @@ from ..core._checks import (
     as_bool_array,
     as_float_array,
     as_int_array,
+    as_rng,
     check_count,
+    check_flag,
+    check_nonnegative,
     check_probability,
     check_shape,
+    float_dtype,
 )
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_log_prob, categorical_sample
 from ..core.optim import Adam
 from ..core.returns import discounted_returns
-from .trainer import Learner, TrainingLog
+from .rollout import _check_rng
+from .trainer import CHECKED_BY_CALLER, Learner, TrainingLog, check_env, check_params, model_output
 
 __all__ = [
     "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score",
@@ -169,11 +174,15 @@ def policy_gradient_estimate(model, params, obs, actions, weights, mask, per_epi
     weights = as_float_array("weights", weights, ndim=2)
     mask = as_bool_array("mask", mask)
     check_shape("mask", mask, weights.shape, against="weights")
-    obs = np.asarray(obs)
+    obs = as_float_array("obs", obs)
     check_shape("obs", obs, (*weights.shape, *obs.shape[2:]), against="[T, N, ...] like weights")
+    actions = as_int_array("actions", actions, 0)
+    check_shape("actions", actions, weights.shape, against="weights")
+    check_flag("per_episode", per_episode)
+    check_params("params", params, optional=True)
 
     def loss(p, o, a, w):
-        return reinforce_loss(model(p, o), a, w)
+        return reinforce_loss(model_output(model, p, o, "logits"), a, w)
 
     grad_fn = ad.grad(loss)
     if not per_episode:
@@ -203,8 +212,14 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
     an episode would otherwise run forever).
     """
     max_steps = check_count("max_steps", max_steps)
+    check_env(env)
+    check_params("params", params, optional=True)
+    _check_rng(rng)
     if obs is None:
         obs = env.reset()
+    else:
+        check_shape("obs", as_float_array("obs", obs), (env.n, *env.observation_shape),
+                    against="[n, *env.observation_shape]")
     n = env.n
     running = np.ones(n, dtype=bool)
     all_obs, all_actions, all_rewards, all_mask = [], [], [], []
@@ -213,7 +228,9 @@ def collect_episodes(env, model, params, rng: np.random.Generator, obs=None,
             raise RuntimeError(f"collect_episodes: {int(running.sum())} of {n} episodes had not "
                                f"ended after max_steps={max_steps} steps; give the environment a "
                                "time limit (e.g. max_steps=...) or raise max_steps")
-        actions = categorical_sample(_logits(model(params, obs)), rng)
+        logits = model_output(model, params, obs, "logits_or_pair", env.num_actions,
+                              "env's observations")
+        actions = categorical_sample(logits, rng)
         step = env.step(actions)
         all_obs.append(obs)
         all_actions.append(actions)
@@ -281,16 +298,15 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     adds ``value_loss``: that error on the batch *before* the critic learned from it.
     """
     settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
-    if not callable(model):
-        raise TypeError(f"model: expected a function (params, obs) -> logits, got {type(model).__name__}")
     critic_baseline = _baseline_kind(baseline) == "value"
     if critic_baseline:
         if not isinstance(params, dict) or set(params) != {"actor", "critic"}:
             got = sorted(params) if isinstance(params, dict) else type(params).__name__
             raise ValueError(f"params: baseline='value' needs {{'actor': ..., 'critic': ...}} "
                              f"(e.g. rc.make_actor_critic), got {got}")
-        learner = Learner(params["actor"], opt or Adam(lr), dtype, max_grad_norm)
-        critic = Learner(params["critic"], Adam(value_lr), dtype, max_grad_norm)
+        learner = Learner(params["actor"], opt or Adam(lr), dtype, max_grad_norm, "params['actor']")
+        critic = Learner(params["critic"], Adam(value_lr), dtype, max_grad_norm,
+                         "params['critic']")
         current = {"actor": learner.params, "critic": critic.params}
         value_grad_fn = ad.value_and_grad(_value_loss)
     else:
@@ -301,7 +317,9 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     log = TrainingLog(env, "reinforce", total_steps, progress, callback, settings)
     grad_fn = ad.value_and_grad(_loss)
     obs = env.reset(seed=seed)
-    _check_model_output(model(current, obs), n, env.num_actions, critic_baseline)
+    model_output(model, current, obs, "actor_critic" if critic_baseline else "logits",
+                 env.num_actions, "env's observations", "; REINFORCE's model returns logits "
+                 "only, or (logits, values) with baseline='value'")
     while log.steps < total_steps:
         b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, current, rng, obs)
         log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))
@@ -328,30 +346,27 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     return log.result(current)
 
 
-def _check_model_output(out, n: int, num_actions: int, critic_baseline: bool) -> None:
-    if critic_baseline:
-        if not (isinstance(out, tuple) and len(out) == 2 and np.shape(out[0]) == (n, num_actions)
-                and np.shape(out[1]) == (n,)):
-            raise ValueError(f"model: baseline='value' needs (logits [n, A], values [n]) = shapes "
-                             f"{(n, num_actions)} and {(n,)}")
-        return
-    if isinstance(out, tuple) or np.shape(out) != (n, num_actions):
-        got = "a tuple" if isinstance(out, tuple) else f"shape {np.shape(out)}"
-        raise ValueError(f"model: expected logits of shape {(n, num_actions)} ([n, num_actions]), "
-                         f"got {got}; REINFORCE's model returns logits only (or (logits, values) "
-                         "with baseline='value')")
-
-
-_NOT_SETTINGS = ("env", "model", "params", "opt", "callback", "progress")
+_NOT_SETTINGS = ("model", "params", "opt", "callback", "progress")
 
 
 def _checked_settings(total_steps, lr, gamma, baseline, reward_to_go, discount_steps, value_lr,
-                      value_steps, max_grad_norm, dtype, seed) -> dict:
-    """``reinforce``'s arguments, each checked once, as the ``settings`` of its result."""
+                      value_steps, max_grad_norm, dtype, seed,
+                      env=CHECKED_BY_CALLER) -> dict:
+    """``reinforce``'s arguments, each checked once, as the ``settings`` of its result (``env``
+    is checked, not recorded; the model, params, opt and callback are checked where used)."""
+    check_env(env)
     check_count("total_steps", total_steps)
     check_probability("gamma", gamma)
     _baseline_kind(baseline)
     check_count("value_steps", value_steps, low=0)
+    check_nonnegative("lr", lr)
+    check_nonnegative("value_lr", value_lr)
+    if max_grad_norm is not None:
+        check_nonnegative("max_grad_norm", max_grad_norm, positive=True)
+    check_flag("reward_to_go", reward_to_go)
+    check_flag("discount_steps", discount_steps)
+    as_rng(seed)
+    dtype = float_dtype("dtype", dtype)
     if discount_steps and not reward_to_go:
         raise ValueError("discount_steps: gamma^t multiplies the reward-to-go G_t; the whole "
                          "return G_0 (reward_to_go=False) is already unbiased without it")

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._checks import as_float_array, check_shape
+from ..core._checks import as_float_array, check_count, check_shape, float_dtype
 from ..core.distributions import categorical_log_prob, categorical_sample
+from .trainer import check_env, check_params, model_output
 
 __all__ = ["Rollout", "collect_rollout", "policy_step", "explained_variance"]
 
@@ -54,16 +55,37 @@ def policy_step(model, params, obs, rng: np.random.Generator):
     :func:`rlcourse.categorical_sample` (which raises on NaN or infinite logits, the sign of a
     diverged network) and their log-probabilities from :func:`rlcourse.categorical_log_prob`.
     """
-    logits, values = model(params, obs)
+    obs = as_float_array("obs", obs)
+    if obs.ndim < 1:
+        raise ValueError(f"obs: expected a batch [n, ...] of observations, got shape {obs.shape}")
+    check_params("params", params, optional=True)
+    return _policy_step(model, params, obs, rng)
+
+
+def _policy_step(model, params, obs, rng, num_actions=None, source="obs"):
+    _check_rng(rng)
+    logits, values = model_output(model, params, obs, "actor_critic", num_actions, source)
     actions = categorical_sample(logits, rng)
     log_probs = np.asarray(categorical_log_prob(logits, actions))
     return actions, log_probs, np.asarray(values).reshape(len(actions))
 
 
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
+
+
 def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generator,
                     dtype=np.float32) -> Rollout:
     """Run the stochastic policy for ``steps`` vector steps from ``obs``; see :class:`Rollout`."""
+    check_env(env)
+    steps = check_count("steps", steps)
+    dtype = float_dtype("dtype", dtype)
+    check_params("params", params, optional=True)
+    _check_rng(rng)
     n = env.n
+    check_shape("obs", as_float_array("obs", obs), (n, *env.observation_shape),
+                against="[n, *env.observation_shape]")
     obs_buf = np.empty((steps, *np.shape(obs)), dtype=dtype)
     actions = np.empty((steps, n), dtype=np.int64)
     log_probs = np.empty((steps, n), dtype=dtype)
@@ -75,7 +97,8 @@ def collect_rollout(env, model, params, obs, steps: int, rng: np.random.Generato
     patches: list[tuple[int, np.ndarray, np.ndarray]] = []
     for t in range(steps):
         obs_buf[t] = obs
-        actions[t], log_probs[t], values[t] = policy_step(model, params, obs_buf[t], rng)
+        actions[t], log_probs[t], values[t] = _policy_step(model, params, obs_buf[t], rng,
+                                                           env.num_actions, "env's observations")
         step = env.step(actions[t])
         rewards[t], terminated[t], truncated[t] = step.reward, step.terminated, step.truncated
         cut = np.flatnonzero(step.truncated & ~step.terminated)
@@ -99,6 +122,15 @@ def check_minibatch(actions, **arrays) -> None:
     shape = np.shape(actions)
     for name, arr in arrays.items():
         check_shape(name, as_float_array(name, arr), shape, against="actions")
+
+
+def check_obs(obs, actions) -> np.ndarray:
+    """A minibatch's observations ``[B, ...]``: finite real numbers, ``B = len(actions)``."""
+    obs = as_float_array("obs", obs)
+    if obs.shape[:1] != np.shape(actions)[:1]:
+        raise ValueError(f"obs: expected [B, ...] with B = len(actions) (actions have shape "
+                         f"{np.shape(actions)}), got shape {obs.shape}")
+    return obs
 
 
 def explained_variance(values: np.ndarray, returns: np.ndarray) -> float:

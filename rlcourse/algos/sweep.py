@@ -21,15 +21,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import autodiff as ad
-from ..core._checks import agent_rng
+from ..core._checks import agent_rng, float_dtype
 from ..core.blas import single_thread_blas
 from ..core.distributions import categorical_entropy, categorical_log_prob
 from ..core.kl import kl_estimate
 from ..core.returns import _gae
 from . import actor_critic as _a2c
 from . import ppo as _ppo
+from .models import _check_inputs
 from .rollout import explained_variance
-from .trainer import TrainingLog, average
+from .trainer import TrainingLog, average, check_env, check_params
 
 __all__ = ["ppo_sweep", "actor_critic_sweep"]
 
@@ -102,10 +103,6 @@ def _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dty
                     "rollout": rollout, "dtype": dtype}
         if kind == "ppo":
             settings.update(epochs=epochs, minibatch=minibatch)
-        mgn = settings["max_grad_norm"]
-        if mgn is not None and not mgn > 0:
-            raise ValueError(f"members[{i}]: max_grad_norm: expected a number > 0 or None, "
-                             f"got {mgn!r}")
         out.append(checked_member(i, member, module._checked_settings, settings))
     return out
 
@@ -118,6 +115,23 @@ def checked_member(i: int, member: dict, check, settings: dict) -> dict:
         if str(err).split(":")[0] in member:
             raise type(err)(f"members[{i}]: {err}") from None
         raise
+
+
+def _check_networks(params_list, env, one_tree: bool) -> None:
+    """Each tree is make_actor_critic's, for ``env``'s observation size and actions."""
+    obs_size = int(np.prod(env.observation_shape))
+    for i, tree in enumerate(params_list[:1] if one_tree else params_list):
+        name = "params" if one_tree else f"params[{i}]"
+        check_params(name, tree)
+        try:
+            _check_inputs(tree, np.zeros((1, obs_size)))
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"{name} (for env's observations of size {obs_size}): {err}") from err
+        actions = np.shape(tree["actor"][-1]["w"])[-1]
+        if actions != env.num_actions or np.shape(tree["critic"][-1]["w"])[-1] != 1:
+            raise ValueError(f"{name}: expected an actor with {env.num_actions} outputs "
+                             f"(num_actions of env) and a critic with 1, got "
+                             f"{actions} and {np.shape(tree['critic'][-1]['w'])[-1]}")
 
 
 def _signature_defaults(fn):
@@ -144,6 +158,7 @@ class _EnvList:
             raise ValueError(f"env: every member's env must have the same n, got {sorted(sizes)}")
         self.n = sizes.pop() * len(self.envs)
         self.num_actions = self.envs[0].num_actions
+        self.observation_shape = self.envs[0].observation_shape
 
     def reset(self, seeds):
         return np.concatenate([env.reset(seed=s) for env, s in zip(self.envs, seeds)])
@@ -226,10 +241,17 @@ def _loss(params, kind, obs, actions, old_logp, adv, returns, old_values, lo, hi
 
 @single_thread_blas()
 def _sweep(kind, env, params, total_steps, members, rollout, epochs, minibatch, dtype, shared):
+    if isinstance(env, (list, tuple)):
+        for i, one in enumerate(env):
+            check_env(one, f"env[{i}]")
+        if not env:
+            raise ValueError("env: expected an env or a non-empty list of envs, got []")
+    else:
+        check_env(env)
     settings = _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dtype,
                                 shared)
     S = len(settings)
-    dtype = np.dtype(dtype)
+    dtype = float_dtype("dtype", dtype)
     col = {key: np.array([s[key] for s in settings]) for key in settings[0]
            if key in PER_MEMBER[kind] and key != "seed"}
     if isinstance(env, (list, tuple)):
@@ -245,6 +267,7 @@ def _sweep(kind, env, params, total_steps, members, rollout, epochs, minibatch, 
     params_list = list(params) if isinstance(params, (list, tuple)) else [params] * S
     if len(params_list) != S:
         raise ValueError(f"params: expected one tree per member ({S}), got {len(params_list)}")
+    _check_networks(params_list, env, not isinstance(params, (list, tuple)))
     theta, stacked, member_params = _stack(params_list, dtype)
     adam_eps = 1e-5 if kind == "ppo" else 1e-8
     b1, b2 = 0.9, 0.999

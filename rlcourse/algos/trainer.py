@@ -37,12 +37,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.autodiff import tree_leaves, tree_map
+from ..core._checks import check_nonnegative, check_tree, float_dtype, real_scalar
+from ..core.autodiff import stop_gradient, tree_leaves, tree_map
 from ..core.heap import keep_freed_memory
 from ..core.optim import clip_by_global_norm
 
 # The result type is public; the plumbing the trainers share (Learner, TrainingLog, Progress,
-# FlatParams, average, standardise) is imported from this module by name, not re-exported.
+# FlatParams, average, standardise, and the checks check_env, check_params, check_optimiser,
+# model_output) is imported from this module by name, not re-exported.
 __all__ = ["TrainResult"]
 
 RECENT_EPISODES = 20  # ``mean_return`` averages this many of the latest training episodes
@@ -124,6 +126,9 @@ class TrainingLog:
         if callback is not None and not callable(callback):
             raise TypeError(f"callback: expected a function info -> bool | None, got "
                             f"{type(callback).__name__}")
+        if progress is not None and not isinstance(progress, (bool, np.bool_)):
+            raise TypeError(f"progress: expected True, False or None (auto), got "
+                            f"{type(progress).__name__} {progress!r}")
         self.env, self.callback, self.settings = env, callback, settings
         self._seen = len(env.episode_returns)
         self.returns: list[float] = []
@@ -223,13 +228,13 @@ class Learner:
     rebuilding anything. ``max_grad_norm`` clips the global gradient norm (None: no clipping).
     """
 
-    def __init__(self, params, opt, dtype=np.float32, max_grad_norm: float | None = None):
-        if max_grad_norm is not None and not max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm: expected a number > 0 or None, got {max_grad_norm!r}")
-        for method in ("init", "step"):
-            if not callable(getattr(opt, method, None)):
-                raise TypeError(f"opt: expected an optimiser with init() and step(), got "
-                                f"{type(opt).__name__}")
+    def __init__(self, params, opt, dtype=np.float32, max_grad_norm: float | None = None,
+                 name: str = "params"):
+        if max_grad_norm is not None:
+            check_nonnegative("max_grad_norm", max_grad_norm, positive=True)
+        check_optimiser(opt)
+        check_params(name, params)
+        dtype = float_dtype("dtype", dtype)
         keep_freed_memory()
         self.layout = FlatParams(tree_map(lambda p: np.asarray(p, dtype=dtype), params))
         self.theta = {"theta": self.layout.flatten(self.layout.template)}
@@ -252,6 +257,109 @@ class Learner:
     def snapshot(self):
         """A copy of the current parameters (the tree of views keeps changing)."""
         return tree_map(np.copy, self.params)
+
+
+def check_optimiser(opt) -> None:
+    """``opt`` must be an optimiser instance with ``init``, ``step`` and a numeric ``lr``."""
+    if isinstance(opt, type) or not all(callable(getattr(opt, m, None)) for m in ("init", "step")):
+        got = f"the class {opt.__name__} (create one: {opt.__name__}(lr=...))" \
+            if isinstance(opt, type) else type(opt).__name__
+        raise TypeError(f"opt: expected an optimiser with init(), step() and lr, got {got}")
+    if not hasattr(opt, "lr"):
+        raise TypeError(f"opt: expected an optimiser with an lr attribute (the trainers scale it "
+                        f"by their schedules), got {type(opt).__name__} without one")
+    real_scalar("opt.lr", opt.lr)
+
+
+# The default ``env`` of the trainers' ``_checked_settings``: the sweeps, which check their
+# envs themselves and have no single env per member, leave it out.
+CHECKED_BY_CALLER = object()
+
+
+def check_env(env, name: str = "env") -> None:
+    """``env`` must be a vector environment instance: ``n``, ``observation_shape``,
+    ``num_actions`` (discrete actions), ``reset``, ``step`` and ``episode_returns``."""
+    if env is CHECKED_BY_CALLER:
+        return
+    if isinstance(env, type):
+        raise TypeError(f"{name}: expected an environment, got the class {env.__name__} "
+                        f"(create one: {env.__name__}(n=...))")
+    missing = [a for a in ("n", "observation_shape", "num_actions", "reset", "step",
+                           "episode_returns") if not hasattr(env, a)]
+    if missing:
+        raise TypeError(f"{name}: expected a vector environment (n, observation_shape, "
+                        f"num_actions, reset, step, episode_returns), got {type(env).__name__} "
+                        f"without {', '.join(missing)}")
+    for attr in ("n", "num_actions"):
+        value = getattr(env, attr)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                or value < 1:
+            raise TypeError(f"{name}: expected a positive int {attr} (discrete actions, n copies), "
+                            f"got {attr} = {value!r}")
+
+
+def check_params(name: str, tree, optional: bool = False) -> None:
+    """A parameter tree: an array or nested dicts/lists/tuples whose leaves are finite real
+    arrays. ``optional``: ``None`` is accepted too (a model without parameters; where the
+    params are only passed on to the model, not trained)."""
+    if tree is None and optional:
+        return
+    check_tree(name, tree, finite=True)
+
+
+_OUTPUTS = {"actor_critic": "(logits [B, A], values [B])", "logits": "logits [B, A]",
+            "q": "Q-values [B, A]", "logits_or_pair": "logits [B, A] (or (logits, values))"}
+_MODEL_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def model_output(model, params, obs, expect: str, num_actions: int | None = None,
+                 source: str = "obs", hint: str = ""):
+    """``model(params, obs)``, checked: a failure inside the model (params that do not fit the
+    observations, a missing key) and an output of the wrong structure or shape raise an error
+    naming ``model``, ``params`` and where the observations came from (``source``), rather
+    than an internal name. ``expect`` is a key of ``_OUTPUTS``; ``num_actions`` (the env's)
+    fixes ``A``; ``hint`` is added to an error about the output. Returns the output (for
+    ``logits_or_pair``: the logits)."""
+    if not callable(model):
+        raise TypeError(f"model: expected a function (params, obs) -> {_OUTPUTS[expect]}, got "
+                        f"{type(model).__name__}")
+    try:
+        out = model(params, obs)
+    except _MODEL_ERRORS as err:
+        named = str(err).startswith(("params", "obs"))  # the model's own check said which
+        raise ValueError(f"model(params, obs) failed on {source} of shape {np.shape(obs)}: "
+                         f"{type(err).__name__}: {err}"
+                         f"{'' if named else f' (do params fit {source}?)'}") from err
+    batch = np.shape(obs)[0] if np.ndim(obs) else None
+    pair = isinstance(out, tuple)
+    logits = out[0] if pair and expect == "logits_or_pair" else out
+    if expect == "actor_critic":
+        if not (pair and len(out) == 2):
+            got = f"a tuple of {len(out)}" if pair else f"an array of shape {_shape(out)}"
+            raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got {got}{hint}")
+        logits, values = out
+        if _shape(values) != (batch,):
+            raise ValueError(f"model(params, obs): expected values of shape {(batch,)} ([B] for "
+                             f"{source} of shape {np.shape(obs)}), got {_shape(values)}")
+    elif pair and expect != "logits_or_pair" or isinstance(logits, (tuple, list)):
+        raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]}, got a tuple{hint}")
+    kind = np.result_type(stop_gradient(logits)).kind
+    if kind not in "biuf":
+        raise TypeError(f"model(params, obs): expected real outputs, got dtype "
+                        f"{np.result_type(stop_gradient(logits))} (are params or {source} complex?)")
+    shape = _shape(logits)
+    if len(shape) != 2 or shape[0] != batch or (num_actions is not None
+                                                and shape[1] != num_actions):
+        expected = f"({batch}, A)" if num_actions is None else str((batch, num_actions))
+        of_env = "" if num_actions is None else f" (num_actions = {num_actions} of env)"
+        raise ValueError(f"model(params, obs): expected {_OUTPUTS[expect]} with shape "
+                         f"{expected}{of_env} for {source} of shape {np.shape(obs)}, got "
+                         f"{shape}{hint}")
+    return logits if expect == "logits_or_pair" else out
+
+
+def _shape(x) -> tuple:
+    return tuple(np.shape(stop_gradient(x)))
 
 
 def average(stats: list[dict]) -> dict:
