@@ -2,7 +2,6 @@
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 The trainers' valid calls are tiny (CartPole with 2 copies, a few dozen steps, hidden layers of
 4 units), so every case runs in milliseconds. The kinds below are the ones only this layer
@@ -416,6 +415,5 @@ SPECS: dict[str, tuple] = {
 
 EXEMPT: dict[str, str] = {}
 
-NOT_YET_SPECIFIED = frozenset()
 
 _ = (EXTRA, math)  # kept for specs that need them

@@ -2,7 +2,6 @@
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 The ops are elementwise maths and shape plumbing: a NaN or inf in their data is propagated (the
 documented rule "NaN propagates, never silently dropped", checked in tests/test_autodiff.py), so
@@ -175,5 +174,3 @@ EXEMPT: dict[str, str] = {
                      "tests/test_autodiff.py::test_stop_gradient_blocks_flow, "
                      "test_named_tuples_pass_through_trees_and_aux_outputs)",
 }
-
-NOT_YET_SPECIFIED = frozenset()

@@ -4,7 +4,6 @@ rlcourse.envs.tictactoe.
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 """
 
 from __future__ import annotations
@@ -245,5 +244,3 @@ EXEMPT: dict[str, str] = {
                  "checked in tests/test_tictactoe.py, and as the game functions given to mcts and "
                  "minimax by this file's game kinds",
 }
-
-NOT_YET_SPECIFIED = frozenset()

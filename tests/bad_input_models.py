@@ -3,7 +3,6 @@ rlcourse.core.lm, rlcourse.core.transformer, rlcourse.core.tokenizer.
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 The parameter trees, configs, caches and paths of these functions get kinds of their own below:
 a layer or transformer missing a key or with a wrong shape, a NaN or integer weight, a cache
@@ -305,5 +304,3 @@ SPECS: dict[str, tuple] = {
 }
 
 EXEMPT: dict[str, str] = {}
-
-NOT_YET_SPECIFIED: frozenset = frozenset()

@@ -4,7 +4,6 @@ rlcourse.posttrain.tasks, rlcourse.search.decoding.
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 The trainers take a tiny model (one block of width 8) on the reversal task over the alphabet
 "abc" with words of 2 letters (vocabulary 7, prompts of 4 tokens), one iteration or step, a
@@ -384,5 +383,3 @@ EXEMPT: dict[str, str] = {
     "review_task": "takes no arguments; the rate it returns is checked as rate_samples' rate "
                    "here, its own prompt_len and token checks in tests/test_dpo.py",
 }
-
-NOT_YET_SPECIFIED = frozenset()

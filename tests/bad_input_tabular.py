@@ -4,7 +4,6 @@ rlcourse.envs.tabular.
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 The learners take an environment, the bandit runner an agent, ``from_gymnasium`` a Gymnasium
 env: their kinds are written here. Gymnasium is never imported: the Gymnasium envs are small
@@ -361,5 +360,3 @@ SPECS: dict[str, tuple] = {
 }
 
 EXEMPT: dict[str, str] = {}
-
-NOT_YET_SPECIFIED = frozenset()

@@ -2,7 +2,6 @@
 
 ``SPECS``: name -> (a function returning valid keyword arguments, the kind of each argument checked).
 ``EXEMPT``: name -> why it has no spec and where its input checks are tested instead.
-``NOT_YET_SPECIFIED``: public callables of these modules without a spec yet (may only shrink).
 
 Plots draw with matplotlib's Agg backend; every valid-argument maker first closes the figures the
 previous call left open, so the cases do not accumulate figures.
@@ -333,5 +332,3 @@ EXEMPT: dict[str, str] = {
                     "every argument's bad inputs (none, not Animations, fps) are tested in "
                     "tests/test_viz.py::test_side_by_side_refuses_bad_input",
 }
-
-NOT_YET_SPECIFIED = frozenset()
