@@ -213,8 +213,6 @@ def check_tree(name: str, tree, floats: bool = False, finite: bool = False) -> l
     ``floats``; with no NaN or inf if ``finite``). Traced ``Tensor`` leaves pass as they are
     (``value_and_grad`` checked them). Raises naming the leaf's path, e.g. ``params[0]['w']``,
     so a string, None, object or complex leaf never reaches numpy."""
-    from .autodiff import Tensor  # autodiff needs no checks; imported here to keep layers apart
-
     leaves: list = []
 
     def walk(node, path):
@@ -225,13 +223,14 @@ def check_tree(name: str, tree, floats: bool = False, finite: bool = False) -> l
             for i, v in enumerate(node):
                 walk(v, f"{path}[{i}]")
         else:
-            dtype = node.dtype if isinstance(node, (np.ndarray, np.generic, Tensor)) else (
+            traced = getattr(type(node), "is_traced", False)  # an autodiff Tensor
+            dtype = node.dtype if traced or isinstance(node, (np.ndarray, np.generic)) else (
                 np.result_type(node) if isinstance(node, (int, float)) else None)
             if dtype is None or dtype.kind not in ("f" if floats else "biuf"):
                 expected = "a floating-point array" if floats else "a real numeric array or number"
                 got = f"dtype {dtype}" if dtype is not None else type(node).__name__
                 raise TypeError(f"{path}: expected {expected}, got {got}")
-            if finite and not isinstance(node, Tensor):
+            if finite and not traced:
                 # one sum answers "all finite?" for almost every array; the exact test runs
                 # only when it is not finite
                 with np.errstate(over="ignore", invalid="ignore"):

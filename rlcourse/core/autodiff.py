@@ -49,6 +49,9 @@ class Tensor:
     __slots__ = ("value", "parents")
     # Make ndarray (op) Tensor defer to Tensor's reflected operators.
     __array_ufunc__ = None
+    # Tells input checks (core._checks.check_tree, which cannot import this module) that a leaf
+    # is traced: its value was checked when value_and_grad wrapped it.
+    is_traced = True
 
     def __init__(self, value: np.ndarray, parents: tuple = ()):
         # Ops make their Tensors through _record (real arrays by construction); these checks
