@@ -201,5 +201,9 @@ def test_dqn_sweep_bad_arguments_raise():
         rc.dqn_sweep(envs, p, 200, [dict(seed=0), dict(seed=1)], callbacks=[None])
     with pytest.raises(ValueError, match="activation"):
         rc.dqn_sweep(envs, p, 200, [dict(seed=0), dict(seed=1)], activation="sigmoid")
-    with pytest.raises(ValueError, match="params: expected Q-values"):
+    with pytest.raises(ValueError, match=r"expected Q-values .* \(num_actions = 2 of env\)"):
         rc.dqn_sweep(envs, rc.mlp_init([4, 8, 3], seed=0), 200, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match=r"do params fit envs\[0\]'s observations"):
+        rc.dqn_sweep(envs, rc.mlp_init([3, 8, 2], seed=0), 200, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(TypeError, match=r"envs\[1\]: expected a vector environment"):
+        rc.dqn_sweep([rc.CartPole(), "env"], p, 200, [dict(seed=0), dict(seed=1)])

@@ -25,11 +25,11 @@ from ..core import autodiff as ad
 from ..core._checks import agent_rng
 from ..core.blas import single_thread_blas
 from ..core.losses import huber
-from ..core.nn import _ACTIVATIONS
+from ..core.nn import _ACTIVATIONS, mlp
 from ..core.optim import linear_schedule
 from . import dqn as _dqn
-from .sweep import _adam, _EnvList, _signature_defaults, _stack, checked_member
-from .trainer import TrainingLog
+from .sweep import _adam, _EnvList, _stack, members_settings
+from .trainer import TrainingLog, check_env, model_output
 
 __all__ = ["dqn_sweep"]
 
@@ -74,6 +74,8 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     if not isinstance(envs, (list, tuple)) or len(envs) != S:
         raise ValueError(f"envs: expected a list of one env per member ({S}), got "
                          f"{type(envs).__name__}")
+    for m, member_env in enumerate(envs):
+        check_env(member_env, f"envs[{m}]")
     env = _EnvList(envs)
     k, num_actions, obs_shape = envs[0].n, env.num_actions, envs[0].observation_shape
     callbacks = [None] * S if callbacks is None else list(callbacks)
@@ -84,6 +86,10 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     if len(params_list) != S:
         raise ValueError(f"params: expected one tree per member ({S}), got {len(params_list)}")
     dtype = np.dtype(dtype)
+    probe = np.zeros((1, *obs_shape), dtype=dtype)
+    for m, tree in enumerate(params_list):
+        model_output(lambda p, obs: mlp(p, obs, act), tree, probe, "q", num_actions,
+                     f"envs[{m}]'s observations")
     theta, stacked, member_params = _stack(params_list, dtype)
     target_theta, target_stacked, target_member = _stack(params_list, dtype)
     m1, m2, t_adam = np.zeros_like(theta), np.zeros_like(theta), np.zeros(S, dtype=np.int64)
@@ -174,33 +180,16 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
 def _member_settings(total_steps, members, batch_size, learning_starts, train_freq,
                      gradient_steps, dtype, shared) -> list[dict]:
     """Each member's full settings, checked by ``rc.dqn``'s own checks."""
-    if not isinstance(members, (list, tuple)) or not members:
-        raise ValueError(f"members: expected a non-empty list of dicts, got {members!r}")
     for key in shared:
         if key in _SHARED:
             raise TypeError(f"{key}: passed twice")
         if key not in DQN_PER_MEMBER:
             raise TypeError(f"{key}: not a setting of the DQN sweep; expected one of "
                             f"{', '.join(DQN_PER_MEMBER + _SHARED)}")
-    defaults = {k: p.default for k, p in _signature_defaults(_dqn.dqn).items()
-                if k in DQN_PER_MEMBER}
-    out = []
-    for i, member in enumerate(members):
-        if not isinstance(member, dict) or "seed" not in member:
-            raise ValueError(f"members[{i}]: expected a dict with at least a 'seed', got {member!r}")
-        unknown = set(member) - set(DQN_PER_MEMBER)
-        if unknown:
-            raise TypeError(f"members[{i}]: {', '.join(sorted(unknown))} cannot differ between "
-                            f"members; expected keys among {', '.join(DQN_PER_MEMBER)}")
-        merged = {**defaults, **shared, **member}
-        mgn = merged["max_grad_norm"]
-        if mgn is not None and not mgn > 0:
-            raise ValueError(f"members[{i}]: max_grad_norm: expected a number > 0 or None, "
-                             f"got {mgn!r}")
-        out.append(checked_member(i, member, _dqn._checked_settings, dict(
-            total_steps=total_steps, batch_size=batch_size, learning_starts=learning_starts,
-            train_freq=train_freq, gradient_steps=gradient_steps, dtype=dtype, **merged)))
-    return out
+    fixed = dict(total_steps=total_steps, batch_size=batch_size, learning_starts=learning_starts,
+                 train_freq=train_freq, gradient_steps=gradient_steps, dtype=dtype)
+    return members_settings(members, DQN_PER_MEMBER, _dqn.dqn, _dqn._checked_settings, shared,
+                            fixed)
 
 
 def _q_values(stacked, obs, act):

@@ -81,15 +81,25 @@ def actor_critic_sweep(env, params, total_steps: int, members: list[dict], *, ro
 
 def _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dtype, shared):
     """Each member's full settings, checked by the single-run trainer's own checks."""
-    if not isinstance(members, (list, tuple)) or not members:
-        raise ValueError(f"members: expected a non-empty list of dicts, got {members!r}")
     allowed = PER_MEMBER[kind]
     for key in shared:
         if key not in allowed:
             raise TypeError(f"{key}: not a per-member setting of the {kind} sweep; "
                             f"expected one of {', '.join(allowed)}")
     module = _ppo if kind == "ppo" else _a2c
-    trainer = module.ppo if kind == "ppo" else module.actor_critic
+    fixed = dict(total_steps=total_steps, rollout=rollout, dtype=dtype)
+    if kind == "ppo":
+        fixed.update(epochs=epochs, minibatch=minibatch)
+    return members_settings(members, allowed, module.ppo if kind == "ppo" else module.actor_critic,
+                            module._checked_settings, shared, fixed)
+
+
+def members_settings(members, allowed: tuple, trainer, check, shared: dict, fixed: dict) -> list:
+    """For each member dict (a ``seed`` and settings among ``allowed``): the trainer's defaults,
+    then ``shared``, then the member's own, plus the ``fixed`` settings of the whole sweep, all
+    checked by the trainer's ``check``; an error about a member's setting names the member."""
+    if not isinstance(members, (list, tuple)) or not members:
+        raise ValueError(f"members: expected a non-empty list of dicts, got {members!r}")
     defaults = {k: v.default for k, v in _signature_defaults(trainer).items() if k in allowed}
     out = []
     for i, member in enumerate(members):
@@ -99,11 +109,7 @@ def _member_settings(kind, total_steps, members, rollout, epochs, minibatch, dty
         if unknown:
             raise TypeError(f"members[{i}]: {', '.join(sorted(unknown))} cannot differ between "
                             f"members; expected keys among {', '.join(allowed)}")
-        settings = {**defaults, **shared, **member, "total_steps": total_steps,
-                    "rollout": rollout, "dtype": dtype}
-        if kind == "ppo":
-            settings.update(epochs=epochs, minibatch=minibatch)
-        out.append(checked_member(i, member, module._checked_settings, settings))
+        out.append(checked_member(i, member, check, {**defaults, **shared, **member, **fixed}))
     return out
 
 
