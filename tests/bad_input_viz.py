@@ -279,6 +279,15 @@ def _animate_policies(valid):
 
 # ---------------------------------------------------------------------------------------------
 
+def _valued_cells(valid):
+    """Bad values at the cells plot_grid draws (S and the plain cell); its goal cell has no value
+    of its own, so a NaN there blanks nothing and is allowed (tests/test_grid_plot.py)."""
+    inf = np.array(valid, dtype=float)
+    inf[1] = np.inf
+    return [(label, bad) for label, bad in KINDS["floats"](valid) if label != "inf"] + \
+        [("inf at a valued cell", inf)]
+
+
 SPECS: dict[str, tuple] = {
     # plots
     "learning_curve": (
@@ -293,7 +302,7 @@ SPECS: dict[str, tuple] = {
         lambda: dict(env=grid(), values=F(4), policy=np.array([1, 2, 1, 0]), ax=fresh_axes(),
                      title="V", cmap="viridis", annotate=True, vmin=-1.0, vmax=1.0, colorbar=True,
                      label="V", fontsize=9, fmt="{:.1f}", letters="SG"),
-        dict(env=_grid_envs, values="floats", policy=_grid_policy, ax=_axes, annotate=_flags,
+        dict(env=_grid_envs, values=_valued_cells, policy=_grid_policy, ax=_axes, annotate=_flags,
              vmin=_vmin, vmax="finite", colorbar=_flags, fontsize=_fontsize, fmt=_fmt,
              letters=_letters)),
     # scene

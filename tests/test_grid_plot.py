@@ -68,3 +68,21 @@ def test_tied_actions_drawn_as_probabilities():
     rc.plot_grid(env, policy=probs, ax=ax)
     quivers = [c for c in ax.collections if hasattr(c, "U")]
     assert sum(len(q.U) for q in quivers) == 2 * 8  # two arrows in every cell but the goal
+
+
+def test_nan_blanks_only_cells_without_a_value_of_their_own():
+    """A NaN at a terminal or cliff cell (never drawn) is how lesson 06 blanks them; a NaN or
+    inf at a cell that is drawn is an error naming ``values``."""
+    import matplotlib.pyplot as plt
+
+    env = rc.CliffWalking()
+    values = np.zeros(env.num_states)
+    values[env.terminal | (np.array(list("".join(env.layout))) == "C")] = np.nan
+    fig, ax = plt.subplots()
+    rc.plot_grid(env, values, ax=ax)
+    plt.close(fig)
+    values[0] = np.inf
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="values"):
+        rc.plot_grid(env, values, ax=ax)
+    plt.close(fig)

@@ -32,9 +32,11 @@ def plot_grid(env, values=None, policy=None, ax=None, title=None, cmap="viridis"
     cells) use ``fmt`` and ``fontsize`` points, in black or white, whichever reads better on
     the cell's colour; ``letters`` are the cell kinds whose letter is written. Returns ``ax``.
 
-    ``values`` must be finite: NaN or inf is an error, not a blank cell or a colour scale
-    stretched to infinity (it usually means a diverged estimate); ``vmin``/``vmax`` are finite
-    numbers with ``vmin <= vmax``; ``fmt`` must format a float (``"{:.2f}"``, not ``"{:d}"``).
+    ``values`` must be finite at every cell that has a value: NaN or inf there is an error,
+    not a blank cell or a colour scale stretched to infinity (it usually means a diverged
+    estimate); at terminal, wall and cliff cells, which are never drawn, anything numeric goes
+    (NaN there is how a caller blanks them). ``vmin``/``vmax`` are finite numbers with
+    ``vmin <= vmax``; ``fmt`` must format a float (``"{:.2f}"``, not ``"{:d}"``).
     """
     import matplotlib.pyplot as plt  # only when plotting: keeps `import rlcourse` light
     from matplotlib.patches import Rectangle
@@ -62,7 +64,14 @@ def plot_grid(env, values=None, policy=None, ax=None, title=None, cmap="viridis"
                          "a format such as '{:.2f}'") from None
     if ax is not None:
         ax = check_axes("ax", ax)
+    cells = np.array(list("".join(env.layout)))
+    flat = env.terminal | np.isin(cells, ["W", "C"])  # cells with no value of their own
     if values is not None:
+        raw = np.asarray(values)
+        if raw.dtype.kind in "biuf" and raw.shape == (env.num_states,):
+            raw = raw.astype(np.float64)  # a copy
+            raw[flat] = 0.0  # never drawn: a NaN that blanks such a cell is fine
+            values = raw
         values = as_float_array("values", values)  # finite and real: no strings, complex, NaN
         if values.shape != (env.num_states,):
             raise ValueError(
@@ -74,8 +83,6 @@ def plot_grid(env, values=None, policy=None, ax=None, title=None, cmap="viridis"
         policy = _check_policy(env, policy)
 
     n_rows, n_cols = env.shape
-    cells = np.array(list("".join(env.layout)))
-    flat = env.terminal | np.isin(cells, ["W", "C"])  # cells with no value of their own
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * n_cols + 1.5, 0.6 * n_rows + 0.6))
     if values is not None:
