@@ -2,7 +2,7 @@
 # # 07 · Function approximation and DQN
 #
 # *Prerequisites:* 00, 05, 06
-# *Time:* 60 minutes (the four 50,000-step training runs in *Use it* take several minutes of CPU; the time is printed there)
+# *Time:* 60 minutes (the four 50,000-step training runs in *Use it* take one to a few minutes of CPU; the time is printed there)
 # *You will build:* DQN's targets (terminal-aware, plain and Double), the Huber loss, the replay buffer's ring index, and the two diagnostics that show how little a greedy policy rests on (the action gap and the change per training phase); then you train DQN on CartPole and read them.
 
 # %% [markdown]
