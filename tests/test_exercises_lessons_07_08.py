@@ -177,28 +177,50 @@ def test_relative_change_accepts_ptp(capsys):
     accepted("relative_change", lambda b, a: np.ptp(a - b, axis=1), capsys)
 
 
-SOFT_WRONG = {
-    "swapped": (lambda t, o, tau: tau * t + (1 - tau) * o, "weights are swapped"),
-    "keeps all of itself": (lambda t, o, tau: t + tau * o, "keeps 1 - tau"),
-    "moves away": (lambda t, o, tau: t + tau * (t - o), "wrong sign"),
-    "in place, returns None": (lambda t, o, tau: None, "return the new target"),
+POLYAK_LAG_WRONG = {
+    "newest counted as age 1": (lambda tau: 1 / tau, "1 step old"),
+    "half-life": (lambda tau: np.log(2) / -np.log1p(-tau), "half-life"),
+    "ln 2 / tau": (lambda tau: np.log(2) / tau, "half-life"),
+    "upside down": (lambda tau: tau / (1 - tau) if tau < 1 else 0.0, "upside down"),
+    "not a number": (lambda tau: None, "one number"),
 }
 
 
-@pytest.mark.parametrize("wrong", SOFT_WRONG, ids=list(SOFT_WRONG))
-def test_soft_update_rejects(wrong, capsys):
-    _check_all("soft_update", SOFT_WRONG, wrong, capsys)
+@pytest.mark.parametrize("wrong", POLYAK_LAG_WRONG, ids=list(POLYAK_LAG_WRONG))
+def test_polyak_mean_lag_rejects(wrong, capsys):
+    _check_all("polyak_mean_lag", POLYAK_LAG_WRONG, wrong, capsys)
 
 
-@pytest.mark.parametrize("answer,diagnosis", [(np.exp(-1), "still to go"), (1.0, "not a full copy"),
-                                              (None, "[todo]")])
-def test_soft_update_progress_rejects(answer, diagnosis, capsys):
-    out = rejected("soft_update_progress", answer, capsys)
-    assert diagnosis in out
+def test_polyak_mean_lag_accepts_a_long_sum(capsys):
+    accepted("polyak_mean_lag", lambda tau: sum(k * tau * (1 - tau) ** k for k in range(20_000)), capsys)
 
 
-def test_soft_update_progress_accepts_1_minus_1_over_e(capsys):
-    accepted("soft_update_progress", 0.634, capsys)
+TAU_PERIOD_WRONG = {
+    "tau = 1/N": (lambda n: 1 / n, "twice the hard copy's"),
+    "mean lag N/2": (lambda n: 2 / n, "not N / 2"),
+    "tau = 1/(N+1)": (lambda n: 1 / (n + 1), "a mean lag of N"),
+    "the lag, not tau": (lambda n: (n - 1) / 2, "a lag in steps"),
+    "not a number": (lambda n: "2/(N+1)", "one number"),
+}
+
+
+@pytest.mark.parametrize("wrong", TAU_PERIOD_WRONG, ids=list(TAU_PERIOD_WRONG))
+def test_tau_for_period_rejects(wrong, capsys):
+    _check_all("tau_for_period", TAU_PERIOD_WRONG, wrong, capsys)
+
+
+def test_tau_for_period_matches_a_simulated_drift():
+    """The reference's tau gives the Polyak target the hard copy's mean lag on a drifting net."""
+    tau_for = exercises.get("tau_for_period").reference
+    for period in (4, 128):
+        tau, steps = tau_for(period), 20 * period + 4_000
+        polyak, hard, lags_polyak, lags_hard = 0.0, 0.0, [], []
+        for t in range(1, steps + 1):  # the online weight is t after step t
+            polyak = (1 - tau) * polyak + tau * t
+            hard = t if t % period == 0 else hard
+            lags_polyak.append(t - polyak)
+            lags_hard.append(t - hard)
+        assert abs(np.mean(lags_polyak[-period * 10:]) - np.mean(lags_hard[-period * 10:])) < 1e-6 * period
 
 
 def _alive(terminated):
@@ -254,16 +276,35 @@ def test_n_step_dqn_targets_accepts_a_loop(capsys):
 STABLE_WRONG = {
     "only the upper edge": (lambda a: (0.0, 0.5), "small gammas diverge too"),
     "swapped": (lambda a: (0.5, max(0.0, 0.5 - 1 / a)), "other way round"),
-    "not clipped at 0": (lambda a: (0.5 - 1 / a, 0.5), "clip the lower end at 0"),
+    "not clipped at 0": (lambda a: (0.5 - 1 / a, 0.5), "clip it at 0"),
     "factor 2": (lambda a: (max(0.0, 0.5 - 2 / a), 0.5), "exactly"),
     "a grid": (lambda a: (round(max(0.0, 0.5 - 1 / a) + 0.01, 2), 0.5), "a grid only brackets"),
     "a number": (lambda a: 0.5, "return the pair"),
+    "symmetric around 1/2": (lambda a: (max(0.0, 0.5 - 1 / a), min(1.0, 0.5 + 1 / a)), "not symmetric"),
+    "upper end 1": (lambda a: (max(0.0, 0.5 - 1 / a), 1.0), "exceeds 1 and w grows"),
+    "upper end from a grid": (lambda a: (max(0.0, 0.5 - 1 / a), 0.49), "the upper end is close"),
+    "upper end 0.4": (lambda a: (max(0.0, 0.5 - 1 / a), 0.4), "must not exceed 1"),
+    "both ends wrong": (lambda a: (0.0, 1.0), "the lower end"),
 }
 
 
 @pytest.mark.parametrize("wrong", STABLE_WRONG, ids=list(STABLE_WRONG))
 def test_stable_gamma_range_rejects(wrong, capsys):
     _check_all("stable_gamma_range", STABLE_WRONG, wrong, capsys)
+
+
+@pytest.mark.parametrize("wrong", ["symmetric around 1/2", "upper end 1", "upper end from a grid",
+                                   "upper end 0.4"])
+def test_stable_gamma_range_blames_only_the_upper_end(wrong, capsys):
+    """A right lower end with a wrong upper end: the diagnosis names the upper end only (review
+    07d, F13: it used to blame the lower end)."""
+    out = rejected("stable_gamma_range", STABLE_WRONG[wrong][0], capsys)
+    assert "the upper end" in out and "lower end" not in out
+
+
+def test_stable_gamma_range_names_both_ends_when_both_are_wrong(capsys):
+    out = rejected("stable_gamma_range", STABLE_WRONG["both ends wrong"][0], capsys)
+    assert "the lower end" in out and "the upper end" in out
 
 
 @pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "is >= 0"), ("D", "features"),
@@ -528,11 +569,6 @@ def test_corridor_learned_p_accepts_the_optimum():
 
 
 # ------------------------------------------------ review F11 / F19: answers that used to pass
-
-def test_soft_update_progress_rejects_the_limit_1_minus_1_over_e(capsys):
-    out = rejected("soft_update_progress", 1 - np.exp(-1), capsys)
-    assert "limit" in out
-
 
 def _bisect_zero(direction, gamma):
     ref = exercises.get("corridor_exact_gradients").reference

@@ -2,7 +2,7 @@
 # # 07 · Function approximation and DQN
 #
 # *Prerequisites:* 00, 05, 06
-# *Time:* 60 minutes (the four 50,000-step training runs in *Use it* take several minutes of CPU; the time is printed there)
+# *Time:* 60 minutes (the four 50,000-step training runs in *Use it* take one to a few minutes of CPU; the time is printed there)
 # *You will build:* DQN's targets (terminal-aware, plain and Double), the Huber loss, the replay buffer's ring index, and the two diagnostics that show how little a greedy policy rests on (the action gap and the change per training phase); then you train DQN on CartPole and read them.
 
 # %% [markdown]
@@ -67,18 +67,79 @@ for name, state in (("the state updated", here), ("a state nearby", near), ("a s
     print(f"{name:18s}: Q(s, 1) moved by {moved[name][1]:+.4f}, Q(s, 0) by {moved[name][0]:+.4f}")
 near_share = moved["a state nearby"][1] / moved["the state updated"][1]
 far_share = moved["a state far away"][1] / moved["the state updated"][1]
-print(f"Q(s, 1) moved, as a share of the updated state's move: nearby {near_share:.2f}, far away {far_share:.2f}")
-assert abs(near_share - 1) < 0.1 and far_share > 0.5
+other_share = max(abs(m[0]) for m in moved.values()) / moved["the state updated"][1]
+print(f"Q(s, 1) moved, as a share of the updated state's move: nearby {near_share:.2f}, far away {far_share:.2f}; "
+      f"Q(s, 0) at most {other_share:.2f} of it")
+assert abs(near_share - 1) < 0.1 and far_share > 0.5 and other_share < 0.2
 
 # %% [markdown]
 # The nearby state moved almost exactly as much as the updated one, but the far state moved by
-# most of that too (the shares are printed), and so did $Q(s, 0)$, which the update did not aim
-# at. One step from a random start moves every state's value almost alike: much of the change
-# comes through the weights every input shares. So this shows that an update moves the values
-# of states it never saw, not yet that it moves near states more than far ones. A table could
-# not do either; a network does both, wanted or not, and that is where the trouble below starts.
+# most of that too (the shares are printed). The other action's value, $Q(s, 0)$, barely moved
+# anywhere (printed): the last layer has separate weights per action, so the step changed
+# $Q(s, 1)$'s output weights and not $Q(s, 0)$'s, and the only path to $Q(s, 0)$ is through the
+# shared hidden layers. One step from a random start moves $Q(s, 1)$ at every state almost
+# alike: much of the change comes through the weights every input shares. So this shows that an
+# update moves the values of states it never saw, not yet that it moves near states more than
+# far ones. A table could not do either; a network does both, wanted or not, and that is where
+# the trouble below starts.
+#
+# Does the table really fail, or is coverage only a worry? Run tabular Q-learning (lesson 06's
+# update) on the binned CartPole with DQN's budget below: 50,000 transitions per table, the same
+# epsilon schedule (1 to 0.04 over the first 16% of the steps), $\alpha = 0.1$, $\gamma = 0.99$,
+# four tables for each of 6 and 10 bins per dimension. Each table learns from 10 copies of the
+# environment stepping together (5,000 vector steps, as a vector env would); where two copies
+# hit the same cell and action in one step, their updates are averaged. Then score each greedy
+# table as DQN's final params are scored: 20 episodes from `reset(seed=12345)`.
+
+# %%
+TABLES, COPIES, TABLE_STEPS = 4, 10, 50_000
+
+
+def cell_of(obs, bins):
+    cells = np.clip(((obs / scale + 1) / 2 * bins).astype(int), 0, bins - 1)
+    return np.ravel_multi_index(cells.T, (bins,) * 4)
+
+
+def greedy_table(q_rows, bins):
+    return lambda obs: q_rows[cell_of(obs, bins)].argmax(axis=1)
+
+
+table_scores = {}
+for bins in (6, 10):
+    n = TABLES * COPIES
+    offset = np.repeat(np.arange(TABLES), COPIES) * bins**4  # table i owns rows i * bins^4 ...
+    q_table = np.zeros((TABLES * bins**4, 2))
+    env = rc.CartPole(n=n, seed=SEED)
+    obs = env.reset(seed=SEED)
+    for t in range(TABLE_STEPS // COPIES):
+        epsilon = max(0.04, 1 - 0.96 * t / (0.16 * TABLE_STEPS / COPIES))
+        s = offset + cell_of(obs, bins)
+        a = np.where(rng.random(n) < epsilon, rng.integers(0, 2, n), q_table[s].argmax(axis=1))
+        out = env.step(a)
+        next_value = q_table[offset + cell_of(out.final_obs, bins)].max(axis=1)
+        target = out.reward + 0.99 * (1 - out.terminated) * next_value
+        hits = np.bincount(s * 2 + a, minlength=q_table.size)[s * 2 + a]  # copies on this cell and action
+        np.add.at(q_table, (s, a), 0.1 * (target - q_table[s, a]) / hits)
+        obs = out.obs
+    table_scores[bins] = [rc.evaluate(rc.CartPole(n=10), greedy_table(q_table[i * bins**4:(i + 1) * bins**4], bins),
+                                      20, seed=12_345).mean for i in range(TABLES)]
+
+# %% tags=["nbval-ignore-output"]
+for bins, scores in table_scores.items():
+    print(f"tabular Q-learning, {bins:2d} bins, 50,000 steps per table: greedy scores "
+          f"{[round(x) for x in scores]} (500 is the most)")
+
+# %%
+best_table = max(max(scores) for scores in table_scores.values())
+print(f"every one of the {TABLES * len(table_scores)} tables scores below 300: {best_table < 300}")
+assert best_table < 300
 
 # %% [markdown]
+# None of the tables balances the pole for long (the scores are printed; an episode lasts at
+# most 500 steps). DQN's final params on the same 50,000 steps are scored in *Use it*, beside
+# these. We did not tune the bins or $\alpha$; a binning chosen by hand might do better, but
+# choosing it is choosing the features by hand, the work a network takes over.
+
 # ## The idea
 #
 # **Semi-gradient Q-learning.** Fit $Q_\theta$ to the Q-learning target by gradient descent on
@@ -293,7 +354,7 @@ moved_q = q_states + rng.normal(scale=0.5, size=(5_000, 3))
 flips = rc.greedy_flips(q_states, moved_q)
 reached = rc.relative_change(q_states, moved_q) >= rc.action_gap(q_states)
 print(f"random states: {flips.sum()} greedy flips; change >= gap at {reached.sum()} states")
-assert not (flips & ~reached).any()
+assert not (flips & ~reached).any() and reached.sum() > flips.sum()
 print("invariants hold")
 
 # %% [markdown]
@@ -306,22 +367,27 @@ print("invariants hold")
 #
 # **DQN on CartPole.** `rc.DQN_CARTPOLE` follows the RL Zoo's settings: 256 steps of data,
 # then a training phase of 128 gradient steps on minibatches of 64, the target network frozen
-# for each phase, epsilon from 1 to 0.04 over the first 16% of the steps, and one change: the
-# learning rate falls linearly from 2.3e-3 to 0 over the run (`anneal_lr=True`). Train for
-# 50,000 steps on seeds 0, 1 and 2, the seeds the preset was *chosen* on (see below), and on
-# seed 3, which played no part in choosing it. The four runs train side by side with
-# `rc.dqn_sweep`: one environment step for all four, one batched pass of the four networks per
-# gradient step, about twice as fast as four `rc.dqn` calls; each member is, bit for bit, the run
-# `rc.dqn` makes with its seed (`tests/test_sweep.py` checks it, and the next cell shows it on a
-# short run). While each run trains, a callback measures, on the last
-# 1,000 states the run visited (`rc.RecentStates` keeps them): after every phase the median
-# action gap and the median change of that phase; every 5,120 steps the greedy policy's score
-# on 10 episodes, and $\max_a Q$ against the discounted return the greedy policy really
-# collects from 100 of those states (`rc.greedy_discounted_returns`).
+# for each phase, epsilon from 1 to 0.04 over the first 16% of the steps. It differs from the
+# Zoo's in three ways: the learning rate falls linearly from 2.3e-3 to 0 over the run
+# (`anneal_lr=True`), the targets are Double DQN's (`double=True`; SB3's DQN, which the Zoo
+# runs, takes the plain max), and the network is 4-64-64-2 (the Zoo's hidden layers have 256
+# units). Train for 50,000 steps on seeds 0, 1 and 2, the seeds the preset was *chosen* on (see
+# below), and on seed 3, a seed the benchmark behind the preset recorded as ending badly: it is
+# here to be looked at beside the good ones, not as a fair sample. The four runs train side by
+# side with `rc.dqn_sweep`: one environment step for all four, one batched pass of the four
+# networks per gradient step. Each member is, bit for bit, the run `rc.dqn` makes with its
+# settings, unless a callback asks it to stop early, which a sweep refuses (it raises);
+# `tests/test_sweep.py` checks it, and the next cell shows it on short runs, with the CPU time
+# of both. While each run trains, a callback measures, on the last 1,000 states the run visited
+# (`rc.RecentStates` keeps them): after every phase the median action gap, the median change of
+# that phase, the share of those states whose greedy action the phase flipped and the share
+# where the change reached the gap; every 5,120 steps the greedy policy's score on 10 episodes,
+# and $\max_a Q$ against the discounted return the greedy policy really collects from 100 of
+# those states (`rc.greedy_discounted_returns`).
 
 # %%
 print(rc.DQN_CARTPOLE)
-SEEDS, HELD_OUT, STEPS, EVAL_EVERY = (0, 1, 2), 3, 50_000, 5_120
+SEEDS, KNOWN_BAD, STEPS, EVAL_EVERY = (0, 1, 2), 3, 50_000, 5_120
 CEILING = rc.value_ceiling(rc.DQN_CARTPOLE["gamma"])
 
 
@@ -329,22 +395,51 @@ def q_net(params, obs):
     return rc.mlp(params, obs, "relu")
 
 
-# a sweep's member is rc.dqn's run: the same parameters after 3,000 steps, to the last bit
-short = dict(learning_starts=500, gradient_steps=16)
-alone = rc.dqn(rc.CartPole(), q_net, rc.mlp_init([4, 64, 64, 2], seed=1), 3_000,
-               **{**rc.DQN_CARTPOLE, **short}, seed=1)
-side_by_side = rc.dqn_sweep([rc.CartPole(), rc.CartPole()],
-                            [rc.mlp_init([4, 64, 64, 2], seed=s) for s in (0, 1)], 3_000,
-                            [dict(seed=0), dict(seed=1)], **{**rc.DQN_CARTPOLE, **short})
-same = all(np.array_equal(a, b) for a, b in zip(rc.tree_leaves(alone.params),
-                                                  rc.tree_leaves(side_by_side[1].params)))
-print(f"seed 1 alone and as a sweep member: identical parameters after 3,000 steps: {same}")
-assert same
+def same_tree(a, b):
+    """Same structure, same leaf types, the same values to the last bit (NaN equal to NaN)."""
+    leaves_a, leaves_b = rc.tree_leaves(a), rc.tree_leaves(b)
+    return len(leaves_a) == len(leaves_b) and all(
+        type(x) is type(y) and np.array_equal(x, y, equal_nan=True) for x, y in zip(leaves_a, leaves_b))
+
+
+# Is a sweep member rc.dqn's run? Three members of 3,000 steps, one with the preset, one an
+# ablation (no target network, plain DQN) and one with a small buffer, each on a RecentStates env
+# with a callback that keeps every info dict; then the same three runs with rc.dqn, one by one.
+short = {**rc.DQN_CARTPOLE, "learning_starts": 500, "gradient_steps": 16}
+members = [dict(seed=0), dict(seed=1, target_update=1, double=False), dict(seed=2, buffer_size=256)]
+alone_infos, swept_infos = [[] for _ in members], [[] for _ in members]
+cpu = time.process_time()
+alone = [rc.dqn(rc.RecentStates(rc.CartPole()), q_net, rc.mlp_init([4, 64, 64, 2], seed=m["seed"]), 3_000,
+                **{**short, **m}, callback=kept.append) for m, kept in zip(members, alone_infos)]
+alone_cpu = time.process_time() - cpu
+cpu = time.process_time()
+swept = rc.dqn_sweep([rc.RecentStates(rc.CartPole()) for _ in members],
+                     [rc.mlp_init([4, 64, 64, 2], seed=m["seed"]) for m in members], 3_000, members,
+                     **short, callbacks=[kept.append for kept in swept_infos])
+sweep_cpu = time.process_time() - cpu
+for m, a, b, infos_a, infos_b in zip(members, alone, swept, alone_infos, swept_infos):
+    agree = {"params": same_tree(a.params, b.params), "target net": same_tree(a.extras, b.extras),
+             "history": same_tree(a.history, b.history),
+             "episode returns": same_tree(a.episode_returns, b.episode_returns),
+             f"{len(infos_a)} callback infos": len(infos_a) == len(infos_b) and all(
+                 x.keys() == y.keys() and all(same_tree(x[k], y[k]) for k in x)
+                 for x, y in zip(infos_a, infos_b))}
+    print(f"{str(m):48s} identical: " + ", ".join(f"{k} {v}" for k, v in agree.items()))
+    assert all(agree.values())
+
+# %% tags=["nbval-ignore-output"]
+print(f"CPU time: three rc.dqn calls {alone_cpu:.2f} s, the sweep of the three {sweep_cpu:.2f} s "
+      f"(ratio {alone_cpu / sweep_cpu:.1f})")
+
+# %%
+print(f"the sweep took less CPU time than the three rc.dqn calls: {sweep_cpu < alone_cpu}")
+assert sweep_cpu < alone_cpu
 
 
 class Watch:
-    """A dqn callback: the action gap and the change of each training phase on the states the
-    run visits, and every EVAL_EVERY steps the greedy score and Q against the realised return."""
+    """A dqn callback: after every training phase, on the states the run visits, the action gap,
+    the change of the phase, and the shares of states it flipped and where the change reached
+    the gap; every EVAL_EVERY steps the greedy score and Q against the realised return."""
 
     def __init__(self, env, rng):
         self.env, self.rng, self.prev = env, rng, None
@@ -356,8 +451,9 @@ class Watch:
         if self.prev is not None and not np.isnan(info["loss"]):
             q0 = np.asarray(q_net(self.prev, states), dtype=np.float64)
             q1 = np.asarray(q_net(params, states), dtype=np.float64)
-            self.phases.append((step, np.median(rc.action_gap(q0)),
-                                np.median(rc.relative_change(q0, q1)), q1.max(axis=1).mean()))
+            gap, change = rc.action_gap(q0), rc.relative_change(q0, q1)
+            self.phases.append((step, np.median(gap), np.median(change), q1.max(axis=1).mean(),
+                                rc.greedy_flips(q0, q1).mean(), (change >= gap).mean()))
         self.prev = params
         if step % EVAL_EVERY == 0 or info["last"]:
             score = rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, params), 10, seed=1_000)
@@ -369,7 +465,7 @@ class Watch:
             self.values.append((step, q_pick.max(axis=1).mean(), realised.mean()))
 
 
-ALL = SEEDS + (HELD_OUT,)
+ALL = SEEDS + (KNOWN_BAD,)
 envs = [rc.RecentStates(rc.CartPole(), keep=1_000) for _ in ALL]
 watches = [Watch(env, child) for env, child in zip(envs, rng.spawn(len(ALL)))]
 started = time.perf_counter()
@@ -383,115 +479,173 @@ for seed, result, watch in zip(ALL, results, watches):
                       values=np.array(watch.values))
 
 training_seconds = time.perf_counter() - started
+# the final params' scores that benchmarks/dqn_cartpole.py recorded for this preset on seeds 0-9
+# (the comment above DQN_CARTPOLE in rlcourse/algos/dqn.py)
+BENCHMARK_FINAL = [500, 500, 500, 156, 500, 500, 500, 186, 500, 349]
 
 # %% tags=["nbval-ignore-output"]
 print(f"four runs of {STEPS:,d} steps with the callback: {training_seconds:.0f} s of wall time")
 for seed, run in runs.items():
-    print(f"seed {seed}{' (held out)' if seed == HELD_OUT else ''}: greedy score every {EVAL_EVERY:,d} "
-          f"steps and at the end {[int(s) for _, s in run['evals']]}; final params on 20 fresh "
-          f"episodes {run['final']:.1f}")
+    print(f"seed {seed}{' (known to end badly)' if seed == KNOWN_BAD else ''}: greedy score every "
+          f"{EVAL_EVERY:,d} steps and at the end {[int(s) for _, s in run['evals']]}; final params on "
+          f"20 fresh episodes {run['final']:.1f} (the benchmark recorded {BENCHMARK_FINAL[seed]})")
 
 # %%
 ended_well = sum(runs[seed]["final"] >= 475 for seed in SEEDS)
+dqn_median = np.median([run["final"] for run in runs.values()])
 print(f"final params scoring >= 475 on 20 fresh episodes: at least 2 of seeds 0-2: {ended_well >= 2}; "
-      f"held-out seed {HELD_OUT}: {runs[HELD_OUT]['final'] >= 475}")
-assert ended_well >= 2 and all(run["evals"][-1, 0] == STEPS for run in runs.values())
+      f"seed {KNOWN_BAD}: {runs[KNOWN_BAD]['final'] >= 475}")
+print(f"median final score of the four DQN runs above the best of the {TABLES * len(table_scores)} "
+      f"tables of The problem (same 50,000 steps): {dqn_median > best_table}")
+unselected = BENCHMARK_FINAL[3:]
+print(f"benchmark, this preset on seeds 3-9 (no part in choosing it): >= 475 on "
+      f"{sum(x >= 475 for x in unselected)} of {len(unselected)}; on seeds 0-9: "
+      f"{sum(x >= 475 for x in BENCHMARK_FINAL)} of {len(BENCHMARK_FINAL)}")
+assert ended_well >= 2 and runs[KNOWN_BAD]["final"] < 475 and dqn_median > best_table
+assert all(run["evals"][-1, 0] == STEPS for run in runs.values())
 
 # %% [markdown]
 # The score that matters is the last one: the parameters the run *returns*, scored on 20
-# episodes no evaluation during training used (printed per seed above; the last evaluation
-# during training is at step 50,000, the params the run returns).
+# episodes no evaluation during training used (printed per seed above, beside the score the
+# benchmark recorded for the same seed; the last evaluation during training is at step 50,000,
+# the params the run returns). The median of the four runs ended above the best of the eight
+# binned tables of *The problem*, on the same 50,000 steps (checked above).
 #
-# Know what seeds 0-2 are worth: **the preset was chosen on them**. Three learning-rate
-# settings did about equally well on ten seeds, and annealing became the preset because it is
-# the one that ends well on seeds 0-2, which the course's learning test checks (the comment
-# above `DQN_CARTPOLE` in `rlcourse/algos/dqn.py` says so). So a 3 of 3 here overstates it:
-# over ten seeds this preset ends at 475 or more on **7 of 10**, and with the zoo's constant
-# learning rate on 2 of 10 (`python benchmarks/dqn_cartpole.py`; `python benchmarks/dqn_sweep.py
-# --set anneal_lr=False --seeds 0 1 2 3 4 5 6 7 8 9` for the constant rate). Seed 3 is one of the
-# three that end badly, and you see it above. Can the diagnostics tell why a run ends well or
-# badly? Look at them with seed 3 beside the others.
+# Know what seeds 0-2 are worth: **the preset was chosen on them**. The comment above
+# `DQN_CARTPOLE` in `rlcourse/algos/dqn.py` records, on seeds 0-9, the Zoo's constant learning
+# rate of 2.3e-3 (final params at 475 or more on 2 of 10) and three settings that did about
+# equally well: the rate annealed from 2.3e-3 to 0 (this preset, 7 of 10), a constant rate of
+# 1e-3 (8 of 10, failing seed 0) and 64 gradient steps per phase with `target_update=64` (8 of
+# 10, failing seed 2). Annealing became the preset because it is the one of the three that ends
+# well on all of seeds 0-2, which the course's learning test checks. So count only seeds 3-9,
+# which played no part in the choice: the preset ends at 475 or more on 4 of 7 (printed), the
+# other two on 6 of 7 each (8 of 10 minus the one selection seed each fails). On the seeds that
+# were not used to choose it, the preset is not the best of the three, and seven seeds are too
+# few to rank them. These figures come from `python benchmarks/dqn_cartpole.py` and, for the
+# other settings, `python benchmarks/dqn_sweep.py --set lr=1e-3 --seeds 0 1 2 3 4 5 6 7 8 9`.
+# `benchmarks/dqn_sweep.py` is a script that runs one `rc.dqn` per seed, one after another, and
+# records each run's final score; it is not `rc.dqn_sweep`, the lockstep trainer this lesson
+# uses. Seed 3 is one of the three seeds that end badly in the benchmark, and it did here too.
+# Can the diagnostics tell why a run ends well or badly? Look at them with seed 3 beside the
+# others.
 
 # %%
+MID, END = (0.5 * STEPS, 0.7 * STEPS), 0.9 * STEPS  # 25-35k and 45-50k steps
+MID_LABEL, END_LABEL = f"{MID[0] / 1e3:.0f}-{MID[1] / 1e3:.0f}k", f"{END / 1e3:.0f}-{STEPS / 1e3:.0f}k"
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
 colours = {0: "C0", 1: "C1", 2: "C2", 3: "C3"}
+
+
+def running_median(x, half=10):
+    return np.array([np.median(x[max(0, i - half):i + half + 1]) for i in range(len(x))])
+
+
 for seed, run in runs.items():
     ph = run["phases"]
-    tag = f"seed {seed}" + (" (held out)" if seed == HELD_OUT else "")
+    tag = f"seed {seed}" + (" (bad)" if seed == KNOWN_BAD else "")
     axes[0].plot(*run["evals"].T, "o-", ms=3, color=colours[seed], label=tag)
-    share = ph[:, 2] / ph[:, 1]
-    smooth = np.array([np.median(share[max(0, i - 10):i + 11]) for i in range(len(share))])
-    axes[1].plot(ph[:, 0], smooth, color=colours[seed], lw=1.2, label=tag)
-axes[0].axhline(475, color="gray", ls="--", lw=1, label="475")
+    axes[1].plot(ph[:, 0], running_median(ph[:, 4]), color=colours[seed], lw=1.2, label=tag)
+    axes[1].plot(ph[:, 0], running_median(ph[:, 5]), color=colours[seed], lw=0.9, ls="--")
+axes[0].axhline(475, color="gray", ls="--", lw=1, label="475 (solved)")
 axes[0].set(xlabel="environment steps", ylabel="greedy score (10 episodes)",
             title="Greedy score during training")
 axes[0].legend(loc="center left", fontsize=9)
-axes[1].set_yscale("log")
-axes[1].axhline(1.0, color="k", ls="--", lw=1, label="change = gap")
-axes[1].set(xlabel="environment steps", ylabel="median change / median gap (log)",
-            title="Change of a phase relative to the gap\n(running median of 21 phases)")
-axes[1].legend(loc="lower left", fontsize=9, ncol=2)
+axes[1].plot([], [], color="gray", lw=1.2, label="action flipped")
+axes[1].plot([], [], color="gray", lw=0.9, ls="--", label="change >= gap")
+axes[1].set_ylim(0, 1)
+axes[1].set(xlabel="environment steps", ylabel="share of the 1,000 visited states",
+            title="What one phase does to the visited states\n(running median of 21 phases)")
+axes[1].legend(loc="upper center", fontsize=9, ncol=3, columnspacing=0.6, handlelength=1.2)
 plt.show()
 
 # %%
 late = {}
-for seed, run in runs.items():  # seeds 0-2 and the held-out seed
+for seed, run in runs.items():  # seeds 0-2 and the seed known to end badly
     ph = run["phases"]
-    mid = ph[(ph[:, 0] >= 25_000) & (ph[:, 0] < 35_000)]
-    end = ph[ph[:, 0] >= 45_000]
+    mid = ph[(ph[:, 0] >= MID[0]) & (ph[:, 0] < MID[1])]
+    end = ph[ph[:, 0] >= END]
     late[seed] = dict(gap_mid=np.median(mid[:, 1]), change_mid=np.median(mid[:, 2]),
+                      flip_mid=np.median(mid[:, 4]), reach_mid=np.median(mid[:, 5]),
                       gap_end=np.median(end[:, 1]), change_end=np.median(end[:, 2]),
+                      flip_end=np.median(end[:, 4]), reach_end=np.median(end[:, 5]),
                       q_end=np.median(end[:, 3]))
 
 # %% tags=["nbval-ignore-output"]
-print("median over phases of (the median over 1,000 visited states):")
-print(f"{'seed':>4} {'gap 25-35k':>11} {'change 25-35k':>14} {'gap 45-50k':>11} {'change 45-50k':>14} "
-      f"{'max Q 45-50k':>13} {'final score':>12}")
+print("median over the phases of each window; gap and change: the median over 1,000 visited states;")
+print("flipped, reached: the share of those states whose greedy action the phase flipped / where change >= gap")
+columns = [("gap", "gap_mid"), ("change", "change_mid"), ("flipped", "flip_mid"), ("reached", "reach_mid"),
+           ("gap", "gap_end"), ("change", "change_end"), ("flipped", "flip_end"), ("reached", "reach_end")]
+print(f"{'':4} {MID_LABEL:^32s} | {END_LABEL:^32s}")
+print(f"{'seed':>4} " + " ".join(f"{name:>7s}" for name, _ in columns[:4]) + " | "
+      + " ".join(f"{name:>7s}" for name, _ in columns[4:]) + f" {'max Q':>6s} {'final':>6s}")
 for seed, m in late.items():
-    print(f"{seed:>4} {m['gap_mid']:>11.3f} {m['change_mid']:>14.3f} {m['gap_end']:>11.3f} "
-          f"{m['change_end']:>14.3f} {m['q_end']:>13.1f} {runs[seed]['final']:>12.1f}")
+    print(f"{seed:>4} " + " ".join(f"{m[key]:>7.3f}" for _, key in columns[:4]) + " | "
+          + " ".join(f"{m[key]:>7.3f}" for _, key in columns[4:])
+          + f" {m['q_end']:>6.1f} {runs[seed]['final']:>6.1f}")
 
 # %% tags=["nbval-ignore-output"]
 ratio = {seed: m["gap_end"] / m["q_end"] for seed, m in late.items()}
 mid_share = {seed: m["change_mid"] / m["gap_mid"] for seed, m in late.items()}
 end_share = {seed: m["change_end"] / m["gap_end"] for seed, m in late.items()}
 shrink = {seed: m["change_end"] / m["change_mid"] for seed, m in late.items()}
-for name, values in (("late gap / late max Q", ratio), ("change / gap at 25-35k", mid_share),
-                     ("change / gap at 45-50k", end_share), ("change at 45-50k / at 25-35k", shrink)):
-    print(f"{name:29s} " + "  ".join(f"seed {seed}: {v:.3f}" for seed, v in values.items()))
+for name, values in ((f"late gap / late max Q ({END_LABEL})", ratio),
+                     (f"median change / median gap, {MID_LABEL}", mid_share),
+                     (f"median change / median gap, {END_LABEL}", end_share),
+                     (f"change {END_LABEL} / change {MID_LABEL}", shrink)):
+    print(f"{name:38s} " + "  ".join(f"seed {seed}: {v:.3f}" for seed, v in values.items()))
 
 # %%
 good = [seed for seed in runs if runs[seed]["final"] >= 475]
-bad = [seed for seed in runs if runs[seed]["final"] < 475]
-bad_not_flagged = bool(bad) and all(end_share[b] <= max(end_share[g] for g in good) for b in bad)
-print(f"late gap below 1% of late max Q on every seed: {max(ratio.values()) < 0.01}; mid-run change "
-      f"above 0.3 x the gap on every seed: {min(mid_share.values()) > 0.3}; change at the end below "
-      f"half the mid-run change on every seed: {max(shrink.values()) < 0.5}")
-print(f"ended >= 475: seeds {good}; below: seeds {bad}; no seed that ended badly has a larger late "
-      f"change / gap than every seed that ended well: {bad_not_flagged}")
-assert max(ratio.values()) < 0.01
-assert min(mid_share.values()) > 0.3 and max(shrink.values()) < 0.5
-assert bad_not_flagged
+others = [seed for seed in runs if seed != KNOWN_BAD]
+stands_apart = (late[KNOWN_BAD]["gap_end"] > max(late[g]["gap_end"] for g in others)
+                and end_share[KNOWN_BAD] < min(end_share[g] for g in others)
+                and late[KNOWN_BAD]["flip_end"] < min(late[g]["flip_end"] for g in others))
+flips_kept = all(late[g]["flip_end"] > 0.8 * late[g]["flip_mid"] for g in good)
+print(f"late gap below 1% of late max Q on every seed: {max(ratio.values()) < 0.01}")
+print(f"{MID_LABEL}: median change above 0.3 x the median gap, and a phase flips the greedy action at "
+      f"more than 5% of the visited states, on every seed: "
+      f"{min(mid_share.values()) > 0.3 and min(m['flip_mid'] for m in late.values()) > 0.05}")
+print(f"median change at {END_LABEL} below half of that at {MID_LABEL} on every seed: {max(shrink.values()) < 0.5}; "
+      f"share flipped at {END_LABEL} above 0.8 x that at {MID_LABEL} on the seeds that ended well: {flips_kept}")
+print(f"seed {KNOWN_BAD} has the largest late gap, the smallest late change / gap and the smallest late "
+      f"share flipped of the four: {stands_apart}")
+assert max(ratio.values()) < 0.01 and max(shrink.values()) < 0.5 and flips_kept
+assert min(mid_share.values()) > 0.3 and min(m["flip_mid"] for m in late.values()) > 0.05
+assert runs[KNOWN_BAD]["final"] < 475 and runs[KNOWN_BAD]["evals"][:, 1].max() >= 475 and stands_apart
 
 # %% [markdown]
 # Read the table and the ratios. The greedy policy rests on gaps of a few tenths or less at
-# values near the ceiling of 100: less than 1% of the value. In the middle of the run one
-# training phase moves the differences by a good fraction of the typical gap, so a phase can
-# redraw the decision at many states. As the learning rate anneals to 0, the change per phase
-# falls to less than half of its mid-run size; but the gap shrinks too, so at the median state
-# the last phases still move the differences by about as much as the gap.
+# values near the ceiling of 100: less than 1% of the value (asserted). In the middle of the run
+# the median change of one phase is a good fraction of the median gap (more than 0.3 of it on
+# every seed; a ratio of two medians over the states, not a figure for any one state), and
+# counted state by state, a typical phase flips the greedy action at more than one in twenty of
+# the visited states on every seed (asserted; the table gives the shares). So one phase does
+# redraw the decision at many states; the right panel follows the share over the run. A flip at
+# a state where both actions are worth about the same need not change the score, so the share
+# says how much the policy is redrawn, not what that costs.
 #
-# Now look at seed 3. Its final params score far below 475, yet every one of these numbers
-# looks like the good seeds' (the asserts above hold for it too), and its late change / gap is
-# not the largest. **These diagnostics cannot tell a run that ends well from one that ends
-# badly.** They show the scale of the problem (a policy resting on gaps this small can be
-# redrawn by any phase), not why a run ends where it does. That the learning rate is what
-# matters is a *hypothesis*: a smaller step should redraw the policy less. The ten-seed
-# benchmark supports it without proving it: with the zoo's constant rate 2 of 10 seeds end at
-# 475 or more, annealed 7 of 10, a constant 1e-3 (half the change per phase) 8 of 10 (the
-# comment above `DQN_CARTPOLE`). And annealing does not guarantee a good ending: seed 3 scored
-# 500 at one checkpoint and fell after it, late in the run when the rate was already small
-# (its scores are printed above). Is there a diagnostic that *does* follow the bad spells?
+# Over the same stretch the learning rate anneals towards 0 and the median change per phase
+# falls below half of its mid-run size on every seed (asserted). The gap shrank too, though, and
+# on the seeds that ended well the share of states a phase flips at the end is about as large as
+# in the middle, or larger (above 0.8 of it, asserted). This run has no constant-rate control,
+# so it shows the change falling *while* the rate anneals, not that the annealing causes it. The
+# nearest thing to a control is the benchmark comment above `DQN_CARTPOLE`: with a constant
+# rate it records a median change of 0.23 per phase, and 0.05 over the last 5k steps with
+# annealing.
+#
+# Now look at seed 3. At the end it does stand apart from the three that ended well, but not as
+# a policy that is redrawn too much would: it has the widest late gap and the smallest late
+# change relative to the gap, and its phases flip the fewest states (all three asserted). Its
+# greedy policy was changing *least* at the end, and it was a bad one: it scored 500 at one
+# evaluation, fell at the next, in the last third of the run, and did not come back (its scores
+# are printed above; a score of 475 or more during the run and below it at the end are
+# asserted). One bad run among four shows nothing general: not that a wide late gap
+# marks a bad ending, and not that these diagnostics cannot tell endings apart. The benchmark's
+# ten seeds bear on the learning rate: with the Zoo's constant rate 2 of 10 end at 475 or more,
+# annealed 7 of 10, a constant 1e-3 (about half the change per phase, by the comment) 8 of 10.
+# That a smaller step redraws the policy less and so ends better more often is a *hypothesis*
+# these counts are consistent with, not a finding of this lesson. Is there a diagnostic that
+# follows the bad spells *during* a run?
 #
 # **Q against what the policy really gets.** $\max_a Q(s, a)$ estimates the discounted return
 # from $s$. Compare it with the return the greedy policy collects from the same states, and
@@ -506,7 +660,7 @@ for seed, run in runs.items():
             label=f"seed {seed}: realised return")
 ax.axhline(CEILING, color="k", lw=1, label=f"ceiling 1/(1-gamma) = {CEILING:.0f}")
 ax.set(xlabel="environment steps", ylabel="discounted return",
-       title="Q climbs towards the ceiling; in the bad spells the realised return falls below it")
+       title="Q climbs towards the ceiling;\nin the bad spells the realised return falls below Q")
 ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 plt.show()
 
@@ -524,12 +678,19 @@ ranks = np.argsort(np.argsort(pairs, axis=0), axis=0).astype(float)
 spearman = np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1]
 low, high = pairs[pairs[:, 0] < 300, 1], pairs[pairs[:, 0] >= 475, 1]
 q_end_max = max(m["q_end"] for m in late.values())
+
+# %% tags=["nbval-ignore-output"]
 print(f"{len(pairs)} checkpoints over {len(runs)} seeds; rank correlation of greedy score with "
       f"Q - realised: {spearman:+.2f}")
 print(f"Q - realised, median where the score is below 300 ({len(low)} checkpoints): {np.median(low):+.1f}; "
       f"share of them positive {np.mean(low > 0):.0%}; median where it is 475 or more "
       f"({len(high)}): {np.median(high):+.1f}")
-print(f"mean max Q over the visited states at 45-50k below the ceiling on every seed: {q_end_max < CEILING}")
+
+# %%
+print(f"rank correlation below -0.3: {spearman < -0.3}; median Q - realised more than 10 higher where the "
+      f"score is below 300 than where it is 475 or more: {np.median(low) > np.median(high) + 10}; "
+      f"positive at most of the low-score checkpoints: {np.mean(low > 0) > 0.5}")
+print(f"mean max Q over the visited states at {END_LABEL} below the ceiling on every seed: {q_end_max < CEILING}")
 assert spearman < -0.3 and np.median(low) > np.median(high) + 10 and np.mean(low > 0) > 0.5
 assert q_end_max < CEILING
 
@@ -538,9 +699,10 @@ assert q_end_max < CEILING
 # bootstrapping. Later, this is the diagnostic that follows the bad spells: at the checkpoints
 # where the greedy score is low, the mean max Q is well above the return the greedy policy
 # really collects from the same states, and where the score is near 500 Q is at or below it
-# (the rank correlation and the medians above, over all four seeds; seed 3 ends in such a spell). Q claims more than the
-# policy delivers exactly when the policy is bad. Read it as a *symptom*, a signal that the
-# values and the policy they induce disagree, not as the cause of the bad spell; it needs
+# (the rank correlation and the medians above, over all four seeds; seed 3 ends in such a
+# spell). Q claims more than the policy delivers exactly when the policy is bad. Read it as a
+# *symptom*, a signal that the values and the policy they induce disagree, not as the cause of
+# the bad spell; it needs
 # nothing but rollouts, so it is cheap to watch. The ceiling only catches gross overestimation
 # (a mean max Q above it is wrong whatever the policy, since no return can exceed it). Over the
 # states visited late in training (the table) every seed stays below it, but at single
@@ -550,17 +712,17 @@ assert q_end_max < CEILING
 # **Ablations, three seeds each.** Change one thing at a time and train 5,000 steps on seeds
 # 0-2 (the learning rate anneals over those 5,000 steps): no target network (`target_update=1`:
 # the target is copied after *every* gradient step, so $y$ moves with $\theta$, as in the
-# two-state example); no replay to speak of (`buffer_size=256`: each phase trains only on the
-# 256 transitions just collected, so consecutive, correlated states make up every minibatch);
-# and plain DQN (`double=False`). For each run: the highest mean Q of a phase's minibatches and
-# the final params' greedy score on 10 episodes. Every variant is judged by the same standard:
-# a lower score than the preset's on every seed.
+# two-state example), and no replay to speak of (`buffer_size=256`: each phase trains only on
+# the 256 transitions just collected, so consecutive, correlated states make up every
+# minibatch). For each run: the highest mean Q of a phase's minibatches and the final params'
+# greedy score on 10 episodes. Each variant is judged by the same standard: a lower score than
+# the preset's on every seed. (Plain DQN, `double=False`, is not ablated at this budget; the end
+# of this section says what is known about it on CartPole.)
 
 # %%
 ABLATION_STEPS = 5_000
-ABLATIONS = {"preset": {}, "no target network": {"target_update": 1},
-             "no replay (256 rows)": {"buffer_size": 256}, "plain DQN": {"double": False}}
-# all twelve runs (four settings x three seeds) side by side, each the run rc.dqn makes
+ABLATIONS = {"preset": {}, "no target network": {"target_update": 1}, "no replay (256 rows)": {"buffer_size": 256}}
+# all nine runs (three settings x three seeds) side by side, each the run rc.dqn makes
 grid = [(label, seed) for label in ABLATIONS for seed in SEEDS]
 ablated = rc.dqn_sweep([rc.CartPole() for _ in grid],
                        [rc.mlp_init([4, 64, 64, 2], seed=seed) for _, seed in grid], ABLATION_STEPS,
@@ -570,23 +732,23 @@ for (label, _), run in zip(grid, ablated):
     peak_q[label].append(np.nanmax(run.history["q_mean"]))
     short_score[label].append(rc.evaluate(rc.CartPole(n=10), rc.greedy_policy(q_net, run.params),
                                           10, seed=1_000).mean)
+lower = {label: sum(a < b for a, b in zip(short_score[label], short_score["preset"]))
+         for label in ABLATIONS if label != "preset"}
 
 # %% tags=["nbval-ignore-output"]
-print(f"{'':22s} {'highest mean Q, seeds 0-2':>28s} {'greedy score, seeds 0-2':>26s}")
+print(f"{'':22s} {'highest mean Q, seeds 0-2':>34s} {'greedy score, seeds 0-2':>26s}")
 for label in ABLATIONS:
-    print(f"{label:22s} {str([f'{q:.3g}' for q in peak_q[label]]):>28s} "
+    print(f"{label:22s} {str([f'{q:.3g}' for q in peak_q[label]]):>34s} "
           f"{str([round(x) for x in short_score[label]]):>26s}")
+print("greedy score lower than the preset's, seeds of 3: "
+      + ", ".join(f"{label} {count}" for label, count in lower.items()))
 
 # %%
 no_target_over = min(peak_q["no target network"]) > CEILING
-lower = {label: sum(a < b for a, b in zip(short_score[label], short_score["preset"]))
-         for label in ABLATIONS if label != "preset"}
-plain_q_higher = [a > b for a, b in zip(peak_q["plain DQN"], peak_q["preset"])]
-print(f"no target network: Q passed the ceiling {CEILING:.0f} on every seed: {no_target_over}")
-print("greedy score lower than the preset's, seeds of 3: "
-      + ", ".join(f"{label} {count}" for label, count in lower.items()))
-print(f"plain DQN's peak Q above Double DQN's on how many seeds: {sum(plain_q_higher)} of {len(SEEDS)}")
-assert no_target_over and lower["no replay (256 rows)"] == len(SEEDS)
+print(f"no target network: Q passed the ceiling {CEILING:.0f} on every seed: {no_target_over}; "
+      f"score lower than the preset's on every seed: {lower['no target network'] == len(SEEDS)}")
+print(f"no replay: score lower than the preset's on every seed: {lower['no replay (256 rows)'] == len(SEEDS)}")
+assert no_target_over and all(count == len(SEEDS) for count in lower.values())
 
 # %% [markdown]
 # **The target network** is the ablation with the clearest effect: without the frozen copy the
@@ -598,16 +760,10 @@ assert no_target_over and lower["no replay (256 rows)"] == len(SEEDS)
 # preset on every one of the three seeds at this budget. Three seeds and 5,000 steps are a
 # small sample: this is a sign that replay helps early in training here, not a measurement of
 # how much at 50,000 steps (`python benchmarks/dqn_sweep.py --set buffer_size=256 --seeds 0 1 2
-# 3 4` measures that).
+# 3 4`, one `rc.dqn` run per seed, measures that).
 #
-# **Double DQN**: judge plain DQN by the same standard, its count above. Where it too scored
-# lower on every seed, that is the same kind of sign in Double DQN's favour early in training,
-# with the same caveat: three seeds and 5,000 steps, and the ten-seed question is below. The
-# peak Q says nothing about overestimation at this
-# budget: the values are still climbing from 0, far below the ceiling, where an upward bias of
-# the max has had no time to build up. The bias Double DQN targets is the max's bias over
-# *noisy* estimates; here it is on its own, with independent noise of size 1 on each action's
-# true value of 0:
+# **Double DQN** fixes a bias of the max over *noisy* estimates. Here is that bias on its own,
+# with independent noise of size 1 on each action's true value of 0:
 
 # %%
 action_counts = [2, 4, 8, 16, 32]
@@ -655,17 +811,17 @@ plt.show()
 # target nets share most of their errors, and CartPole has two actions, where the bias above is
 # smallest. Over the full 50,000 steps on seeds 0-4, plain DQN's final params reached 475 on 3
 # seeds against Double DQN's 4 (the comment above `DQN_CARTPOLE`; `python
-# benchmarks/dqn_sweep.py --set double=False --seeds 0 1 2 3 4`): five seeds cannot tell them
-# apart. Use Double DQN because it costs nothing and was measured to help on Atari, with many
-# actions (van Hasselt et al.), not because this lesson showed it on CartPole.
+# benchmarks/dqn_sweep.py --set double=False --seeds 0 1 2 3 4`, one `rc.dqn` run per seed):
+# five seeds cannot tell them apart. Use Double DQN because it costs one extra forward pass of
+# the online net per gradient step and was measured to help on Atari, with many actions (van
+# Hasselt et al.), not because this lesson showed it on CartPole.
 
-# %% [markdown]
 # ## Pitfalls
 #
 # | symptom | cause | fix |
 # |---|---|---|
 # | Q-values shoot past $1/(1-\gamma)$ | the target moves with every gradient step (no target network; shown above) | a target network frozen for hundreds of gradient steps, or Polyak `tau` ~ 0.005 |
-# | the greedy score reaches 500, then falls and comes back | not settled here: gap and change per phase look the same on runs that end badly (seed 3 above). The working hypothesis, which the ten-seed learning-rate benchmark supports: one phase moves the action differences by as much as the tiny action gap | anneal the learning rate (the preset) or lower it; watch max Q against the realised return (it rises above it in the bad spells); keep the best with `rc.Checkpoints` as a safeguard |
+# | the greedy score reaches 500, then falls and comes back | not settled here: one phase moves the action differences by a good fraction of the tiny action gaps and flips the greedy action at many visited states; that this decides how a run ends is a hypothesis the ten-seed learning-rate counts are consistent with (the one bad seed here had the *widest* late gap) | anneal the learning rate (the preset) or lower it; watch max Q against the realised return (it rises above it in the bad spells); keep the best with `rc.Checkpoints` as a safeguard |
 # | blaming the replay buffer for a collapse | assuming old states were overwritten | check the arithmetic: `rc.dqn` keeps `min(buffer_size, total_steps)` rows, so a 50k run with a 100k buffer never overwrites one |
 # | values near the end of episodes too high | bootstrapping through `terminated` | multiply the bootstrap by `1 - terminated` |
 # | values near the time limit too low | treating `truncated` as terminal | store `terminated` only; truncation bootstraps from `final_obs` |
@@ -676,12 +832,15 @@ plt.show()
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Easy: Polyak averaging.** Instead of copying the online net into the target every so
-#    many steps, many implementations (SB3's `tau`, DDPG, SAC) move the target a little every
-#    step. Write `soft_update(target, online, tau)` returning the new target for arrays: a
-#    weighted average in which the online net has weight `tau`. Then answer with a number: after
-#    $1/\tau = 100$ updates with `tau = 0.01` towards a fixed `online`, what share of the way
-#    from the old target to `online` has the target come (`soft_progress`)?
+# 1. **Easy: Polyak averaging against a hard copy.** Instead of copying the online net into the
+#    target every $N$ gradient steps, many implementations (SB3's `tau`, DDPG, SAC) move the
+#    target a little after every step: $\theta^- \leftarrow (1-\tau)\,\theta^- + \tau\,\theta$
+#    (the `tau` branch of the loop printed above). A hard copy every $N$ steps leaves the target
+#    $0, 1, \dots, N-1$ steps behind the online net, $(N-1)/2$ on average. The Polyak target is
+#    a weighted average of past online nets, the one $k$ steps old with weight
+#    $\tau(1-\tau)^k$. Write `polyak_mean_lag(tau)`, the mean age $k$ under those weights, and
+#    `tau_for_period(N)`, the `tau` whose mean lag equals that of a hard copy every $N$ steps.
+#    Confirm both by letting the online weight drift ($\theta_t = t$) and running both targets.
 # 2. **Medium: n-step targets.** Rainbow and R2D2 bootstrap after $n$ rewards instead of one:
 #    $y = \sum_{k=0}^{n-1}\gamma^k r_{t+k} + \gamma^n \max_{a'} Q_{\theta^-}(s_{t+n}, a')$. Write
 #    `n_step_dqn_targets(rewards, terminated, next_q_target, gamma)` for windows `rewards [B, n]`
@@ -699,20 +858,37 @@ plt.show()
 #    - D: the features 1 and 2 are too far apart for a large step.
 
 # %% tags=["solution"]
-def soft_update(target, online, tau):
-    return (1 - tau) * target + tau * online
+def polyak_mean_lag(tau):
+    # sum_k k tau (1 - tau)^k: the mean of a geometric distribution on 0, 1, 2, ...
+    return (1 - tau) / tau
 
 
-soft_progress = 1 - (1 - 0.01) ** 100
+def tau_for_period(period):
+    # (1 - tau) / tau = (N - 1) / 2  =>  tau = 2 / (N + 1)
+    return 2 / (period + 1)
+
+
+period = 128
+tau = tau_for_period(period)
+polyak, hard, lags = 0.0, 0.0, []
+for t in range(1, 20 * period + 1):  # the online weight is t after step t
+    polyak = (1 - tau) * polyak + tau * t
+    hard = t if t % period == 0 else hard
+    lags.append((t - polyak, t - hard))
+polyak_lag, hard_lag = np.mean(lags[-10 * period:], axis=0)  # over the last 10 periods
+print(f"N = {period}: tau {tau:.4f}; mean lag simulated: Polyak {polyak_lag:.2f}, hard copy {hard_lag:.2f}; "
+      f"polyak_mean_lag(tau) {polyak_mean_lag(tau):.2f}")
 
 # %%
-assert rc.exercises.check("soft_update", soft_update)
-assert rc.exercises.check("soft_update_progress", soft_progress)
+assert rc.exercises.check("polyak_mean_lag", polyak_mean_lag)
+assert rc.exercises.check("tau_for_period", tau_for_period)
 
 # %% [markdown]
-# A soft update with `tau` behaves roughly like a hard copy every $1/\tau$ steps, without the
-# jump: after $1/\tau$ updates the target has come $1 - (1-\tau)^{1/\tau} \approx 1 - e^{-1}$ of
-# the way (the approximation is the limit as $\tau \to 0$; the checker wants the exact share).
+# The rule of thumb "a soft update with `tau` is like a hard copy every $1/\tau$ steps" is off
+# by a factor of about 2 in lag: `tau = 1/N` leaves the target $(1 - 1/N)/(1/N) = N-1$ steps
+# behind on average, twice the hard copy's $(N-1)/2$. Matching the mean lag gives $\tau = 2/(N+1)$, the same
+# relation as an exponential moving average's "span". The two targets still differ: the hard
+# copy jumps and then stands still, the Polyak target never stands still.
 
 # %% tags=["solution"]
 def n_step_dqn_targets(rewards, terminated, next_q_target, gamma):
@@ -779,6 +955,9 @@ assert rc.exercises.check("triad_overshoot_why", triad_why)
 #   operators that widen them.
 # - Sutton & Barto (2018), *Reinforcement Learning: An Introduction*, 2nd ed., chapters 9-11:
 #   semi-gradient methods and the deadly triad (the two-state example is from section 11.2).
+# - van Hasselt, Doron, Strub, Hessel, Sonnerat & Modayil (2018), *Deep Reinforcement Learning
+#   and the Deadly Triad*, arXiv:1812.02648: the triad measured on Atari, with the target-network
+#   and Double DQN ablations at scale.
 # - Hessel et al. (2018), *Rainbow: Combining Improvements in Deep Reinforcement Learning*,
 #   AAAI: n-step targets, prioritised replay and the rest, each ablated.
 # - Raffin et al. (2021), *Stable-Baselines3*, JMLR, and the RL Baselines3 Zoo: the CartPole

@@ -2,7 +2,7 @@
 
 Lesson 07 (DQN). Build it: ``dqn_targets``, ``huber``, ``ring_write`` (the replay buffer's
 index arithmetic), ``action_gap`` and ``relative_change`` (the diagnostics). Exercises:
-``soft_update`` and ``soft_update_progress`` (Polyak targets), ``n_step_dqn_targets``,
+``polyak_mean_lag`` and ``tau_for_period`` (Polyak targets against a hard copy), ``n_step_dqn_targets``,
 ``stable_gamma_range`` and ``triad_overshoot_why`` (the deadly triad's two ways to diverge).
 
 Lesson 08 (REINFORCE). Build it: ``softmax_score``, ``reward_to_go``, ``episode_gradients``
@@ -305,73 +305,81 @@ register(
 
 # ================================================================== lesson 07, Exercises
 
-# ------------------------------------------------------------------ easy: soft_update
+# ------------------------------------------------------------------ easy: Polyak lag
 
 
-def _soft_update_reference(target, online, tau):
-    return (1.0 - tau) * np.asarray(target, dtype=float) + tau * np.asarray(online, dtype=float)
+def _polyak_lag_reference(tau):
+    return (1.0 - tau) / tau
 
 
-def _soft_update_cases():
-    rng = np.random.default_rng(0)
-    target, online = rng.normal(size=5), rng.normal(size=5)
-    return [
-        Case("tau 0.005 (a small step towards online)", (target, online, 0.005)),
-        Case("tau 0.3", (target, online, 0.3)),
-        Case("tau 1: a hard copy", (target, online, 1.0)),
-    ]
+def _number(got):
+    """``got`` as a float, or None if it is not one number."""
+    if got is None or isinstance(got, str):
+        return None
+    try:
+        return float(np.asarray(got, dtype=float))
+    except (TypeError, ValueError):
+        return None
 
 
-def _soft_update_explain(case, got, expected):
-    target, online, tau = case.args
+def _polyak_lag_explain(case, got, expected):
+    (tau,) = case.args
+    got = _number(got)
     if got is None:
-        return "return the new target (numpy arrays are not changed in place by a + b)"
-    if _same(got, tau * target + (1 - tau) * online):
-        return ("the weights are swapped: tau is the share of the *online* net, so a small tau "
-                "moves the target only a little")
-    if _same(got, target + tau * online):
-        return "the target keeps 1 - tau of itself: (1 - tau) * target + tau * online"
-    if _same(got, target + tau * (target - online)):
-        return "wrong sign: the target moves *towards* online, target + tau * (online - target)"
+        return "return one number: the mean age in steps"
+    if np.isclose(got, 1.0 / tau):
+        return ("you counted the newest online weights as 1 step old: they enter the target with "
+                "age 0 (weight tau), so the mean of k under tau (1 - tau)^k is (1 - tau) / tau")
+    if tau < 1 and np.isclose(got, np.log(2) / -np.log1p(-tau)):
+        return ("that is the half-life, the age at which the weights have halved; the question "
+                "asks for the weighted *mean* age")
+    if tau < 1 and np.isclose(got, np.log(2) / tau):
+        return ("that is about the half-life (ln 2 / tau); the question asks for the weighted "
+                "*mean* age")
+    if tau < 1 and np.isclose(got, tau / (1.0 - tau)):
+        return "upside down: a small tau keeps old weights longer, so the lag must grow as tau shrinks"
     return None
 
 
 register(
-    "soft_update", _soft_update_reference, _soft_update_cases, explain=_soft_update_explain,
-    hint="a weighted average of the two nets in which online has weight tau",
+    "polyak_mean_lag", _polyak_lag_reference,
+    [Case("tau 1: a copy every step", (1.0,)), Case("tau 0.5", (0.5,)), Case("tau 0.01", (0.01,)),
+     Case("tau 0.005 (SB3's default for SAC and TD3)", (0.005,))],
+    explain=_polyak_lag_explain,
+    hint="the weights tau (1 - tau)^k over the ages k = 0, 1, 2, ... sum to 1: their mean is the "
+         "mean of a geometric distribution",
 )
 
 
-def _soft_progress_reference(tau):
-    return 1.0 - (1.0 - tau) ** round(1 / tau)
+def _tau_for_period_reference(period):
+    return 2.0 / (period + 1.0)
 
 
-def _soft_progress_explain(case, got, expected):
-    (tau,) = case.args
-    try:
-        got = float(got)
-    except (TypeError, ValueError):
-        return "answer with one number"
-    if np.isclose(got, (1 - tau) ** round(1 / tau), atol=5e-3):
-        return ("that is the share still to go, (1 - tau)^(1/tau), about 1/e; the target has come "
-                "1 minus that")
-    if np.isclose(got, 1 - np.exp(-1), atol=1e-4) and not np.isclose(got, 1 - (1 - tau) ** round(1 / tau),
-                                                                      atol=1e-4):
-        return ("1 - e^-1 is the limit as tau -> 0; the question asks for the exact share after "
-                "1/tau updates, 1 - (1 - tau)^(1/tau)")
-    if np.isclose(got, 1.0, atol=5e-3):
-        return ("1/tau soft updates are not a full copy: each closes only tau of the *remaining* "
-                "distance")
+def _tau_for_period_explain(case, got, expected):
+    (period,) = case.args
+    got = _number(got)
+    if got is None:
+        return "return one number: tau"
+    if period > 1 and np.isclose(got, 1.0 / period):
+        return ("tau = 1/N gives a mean lag of N - 1, twice the hard copy's: a copy every N steps "
+                "lags by 0, 1, ..., N - 1 steps, (N - 1) / 2 on average")
+    if period > 1 and np.isclose(got, 2.0 / period):
+        return ("a copy every N steps lags by 0, 1, ..., N - 1 steps: the mean is (N - 1) / 2, "
+                "not N / 2")
+    if period > 1 and np.isclose(got, 1.0 / (period + 1.0)):
+        return ("that tau gives a mean lag of N, not the hard copy's (N - 1) / 2; solve "
+                "(1 - tau) / tau = (N - 1) / 2")
+    if np.isclose(got, (period - 1.0) / 2.0) or np.isclose(got, (period + 1.0) / 2.0):
+        return "that is a lag in steps; the answer is tau, a weight between 0 and 1"
     return None
 
 
 register(
-    "soft_update_progress", _soft_progress_reference, [Case("tau = 0.01, after 100 updates", (0.01,))],
-    compare=lambda got, expected: None if got is not None and np.isclose(float(got), expected,
-                                                                        atol=1e-3)
-    else f"expected about {expected:.3f}, got {got!r}",
-    explain=_soft_progress_explain,
-    hint="after each update the distance to online is (1 - tau) times what it was",
+    "tau_for_period", _tau_for_period_reference,
+    [Case("N = 1: a copy every step", (1,)), Case("N = 10", (10,)),
+     Case("N = 128 (the preset's target period)", (128,)), Case("N = 1000", (1000,))],
+    explain=_tau_for_period_explain,
+    hint="write down the mean lag of each scheme and set them equal",
 )
 
 
@@ -458,24 +466,52 @@ def _stable_gamma_cases():
     ]
 
 
+def _stable_low_reason(alpha, low, right):
+    """Why the lower end ``low`` is wrong (``right`` is the true lower end)."""
+    if alpha > 2 and np.isclose(low, 0.0):
+        return ("the lower end: with alpha > 2 the factor 1 + alpha (2 gamma - 1) drops below -1 "
+                "for small gamma: w flips sign every update and grows, so small gammas diverge too")
+    if low < 0 and np.isclose(low, 0.5 - 1 / alpha):
+        return "the lower end: discounts live in [0, 1]: clip it at 0"
+    if np.isclose(low, max(0.0, 0.5 - 2 / alpha)) or np.isclose(low, max(0.0, 0.5 - 0.5 / alpha)):
+        return ("the lower end: solve 1 + alpha (2 gamma - 1) >= -1 exactly: gamma >= 1/2 - "
+                "1/alpha")
+    if abs(low - right) < 0.02:
+        return ("the lower end is close, but a grid only brackets it: solve 1 + alpha (2 gamma - 1) "
+                ">= -1 for gamma exactly")
+    return ("the lower end is where the factor 1 + alpha (2 gamma - 1) reaches -1 (below it w "
+            "overshoots further every update), clipped at 0")
+
+
+def _stable_high_reason(alpha, high):
+    """Why the upper end ``high`` is wrong (the true upper end is 1/2 for every alpha)."""
+    if np.isclose(high, min(1.0, 0.5 + 1 / alpha)):
+        return ("the upper end: the range is not symmetric around 1/2. Above 1/2 the factor "
+                "1 + alpha (2 gamma - 1) is above 1 for every alpha > 0 (the target rises faster "
+                "than the estimate), so the upper end is 1/2 whatever alpha")
+    if np.isclose(high, 1.0):
+        return ("the upper end: for gamma > 1/2 the factor 1 + alpha (2 gamma - 1) exceeds 1 and "
+                "w grows without bound (the lesson's divergence at gamma 0.9)")
+    if abs(high - 0.5) < 0.02:
+        return ("the upper end is close, but a grid only brackets it: the factor must not exceed "
+                "1, so 2 gamma - 1 <= 0")
+    return ("the upper end: the factor 1 + alpha (2 gamma - 1) must not exceed 1, which needs "
+            "2 gamma - 1 <= 0, gamma <= 1/2, for every alpha")
+
+
 def _stable_gamma_explain(case, got, expected):
     (alpha,) = case.args
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return the pair (lowest gamma, highest gamma)"
     low, high = float(got[0]), float(got[1])
-    if np.isclose(low, 0.5) and np.isclose(high, expected[0]):
+    if np.isclose(low, 0.5) and np.isclose(high, expected[0]) and not np.isclose(expected[0], 0.5):
         return "the pair is (lowest, highest): you returned them the other way round"
-    if alpha > 2 and np.isclose(low, 0.0) and np.isclose(high, expected[1]):
-        return ("with alpha > 2 the factor 1 + alpha (2 gamma - 1) drops below -1 for small gamma: "
-                "w flips sign every update and grows, so small gammas diverge too")
-    if alpha < 2 and low < 0 and np.isclose(low, 0.5 - 1 / alpha):
-        return "discounts live in [0, 1]: clip the lower end at 0"
-    if np.isclose(low, max(0.0, 0.5 - 2 / alpha)) or np.isclose(low, max(0.0, 0.5 - 0.5 / alpha)):
-        return ("solve 1 + alpha (2 gamma - 1) >= -1 exactly: gamma >= 1/2 - 1/alpha")
-    if abs(high - expected[1]) < 0.02 or abs(low - expected[0]) < 0.02:
-        return ("close, but a grid only brackets the edges: solve |1 + alpha (2 gamma - 1)| <= 1 "
-                "for gamma exactly")
-    return None
+    reasons = []
+    if not np.isclose(low, expected[0]):  # each end is checked on its own
+        reasons.append(_stable_low_reason(alpha, low, expected[0]))
+    if not np.isclose(high, expected[1]):
+        reasons.append(_stable_high_reason(alpha, high))
+    return "; ".join(reasons) or None
 
 
 register(
