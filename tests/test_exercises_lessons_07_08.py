@@ -278,7 +278,7 @@ STABLE_WRONG = {
     "swapped": (lambda a: (0.5, max(0.0, 0.5 - 1 / a)), "other way round"),
     "not clipped at 0": (lambda a: (0.5 - 1 / a, 0.5), "clip it at 0"),
     "factor 2": (lambda a: (max(0.0, 0.5 - 2 / a), 0.5), "exactly"),
-    "a grid": (lambda a: (round(max(0.0, 0.5 - 1 / a) + 0.01, 2), 0.5), "a grid only brackets"),
+    "a grid": (lambda a: (round(max(0.0, 0.5 - 1 / a) + 0.01, 2), 0.5), "close but not exact"),
     "a number": (lambda a: 0.5, "return the pair"),
     "symmetric around 1/2": (lambda a: (max(0.0, 0.5 - 1 / a), min(1.0, 0.5 + 1 / a)), "not symmetric"),
     "upper end 1": (lambda a: (max(0.0, 0.5 - 1 / a), 1.0), "exceeds 1 and w grows"),
@@ -307,7 +307,7 @@ def test_stable_gamma_range_names_both_ends_when_both_are_wrong(capsys):
     assert "the lower end" in out and "the upper end" in out
 
 
-@pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "is >= 0"), ("D", "features"),
+@pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "size of the factor"), ("D", "features"),
                                               ("E", "one of the letters"), (None, "[todo]")])
 def test_triad_overshoot_why_rejects(answer, diagnosis, capsys):
     out = rejected("triad_overshoot_why", answer, capsys)
@@ -606,3 +606,29 @@ def test_corridor_learned_p_cannot_tell_copied_or_biased_answers_at_gamma_09(ans
     # Stated limit (lesson 08, exercise 2): at gamma 0.9 the best p is 0.597 and the G_t fixed
     # point 0.602, closer than a sampled ascent can resolve; corridor_fixed_points separates them.
     assert exercises.check("corridor_learned_p", answer)
+
+
+def test_polyak_lag_diagnosis_of_one_over_tau_is_not_given_to_a_coincidence(capsys):
+    """(1 - tau) / tau^2 equals 1/tau at tau = 1/2 only: it must not be told it counted the
+    newest weights as 1 step old."""
+    assert not exercises.check("polyak_mean_lag", lambda tau: (1 - tau) / tau**2)
+    assert "newest online weights" not in capsys.readouterr().out
+
+
+def test_triad_choice_c_is_rebutted_by_the_factor(capsys):
+    assert not exercises.check("triad_overshoot_why", lambda: "C")
+    assert "factor" in capsys.readouterr().out
+
+
+def test_lesson_07_benchmark_scores_are_the_comment_above_dqn_cartpole():
+    """The per-seed scores lesson 07 quotes (BENCHMARK_FINAL) are the ones recorded in the
+    comment above DQN_CARTPOLE: one place of record, checked."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    lesson = (root / "lessons" / "src" / "07_dqn.py").read_text()
+    quoted = re.search(r"BENCHMARK_FINAL = \[([^\]]*)\]", lesson).group(1)
+    scores = " ".join(x.strip() for x in quoted.split(","))
+    comment = " ".join((root / "rlcourse" / "algos" / "dqn.py").read_text().replace("#", " ").split())
+    assert f"({scores})" in comment

@@ -327,7 +327,7 @@ def _polyak_lag_explain(case, got, expected):
     got = _number(got)
     if got is None:
         return "return one number: the mean age in steps"
-    if np.isclose(got, 1.0 / tau):
+    if tau != 0.5 and np.isclose(got, 1.0 / tau):  # at 0.5, 1/tau is also (1 - tau)/tau^2
         return ("you counted the newest online weights as 1 step old: they enter the target with "
                 "age 0 (weight tau), so the mean of k under tau (1 - tau)^k is (1 - tau) / tau")
     if tau < 1 and np.isclose(got, np.log(2) / -np.log1p(-tau)):
@@ -379,7 +379,7 @@ register(
     [Case("N = 1: a copy every step", (1,)), Case("N = 10", (10,)),
      Case("N = 128 (the preset's target period)", (128,)), Case("N = 1000", (1000,))],
     explain=_tau_for_period_explain,
-    hint="write down the mean lag of each scheme and set them equal",
+    hint="set the Polyak target's mean lag equal to the hard copy's (N - 1) / 2 and solve for tau",
 )
 
 
@@ -477,8 +477,8 @@ def _stable_low_reason(alpha, low, right):
         return ("the lower end: solve 1 + alpha (2 gamma - 1) >= -1 exactly: gamma >= 1/2 - "
                 "1/alpha")
     if abs(low - right) < 0.02:
-        return ("the lower end is close, but a grid only brackets it: solve 1 + alpha (2 gamma - 1) "
-                ">= -1 for gamma exactly")
+        return ("the lower end is close but not exact: solve 1 + alpha (2 gamma - 1) >= -1 for "
+                "gamma exactly (the end itself is included)")
     return ("the lower end is where the factor 1 + alpha (2 gamma - 1) reaches -1 (below it w "
             "overshoots further every update), clipped at 0")
 
@@ -493,8 +493,8 @@ def _stable_high_reason(alpha, high):
         return ("the upper end: for gamma > 1/2 the factor 1 + alpha (2 gamma - 1) exceeds 1 and "
                 "w grows without bound (the lesson's divergence at gamma 0.9)")
     if abs(high - 0.5) < 0.02:
-        return ("the upper end is close, but a grid only brackets it: the factor must not exceed "
-                "1, so 2 gamma - 1 <= 0")
+        return ("the upper end is close but not exact: the factor must not exceed 1, so "
+                "2 gamma - 1 <= 0, gamma <= 1/2 exactly (the end itself is included)")
     return ("the upper end: the factor 1 + alpha (2 gamma - 1) must not exceed 1, which needs "
             "2 gamma - 1 <= 0, gamma <= 1/2, for every alpha")
 
@@ -535,7 +535,9 @@ def _triad_explain(case, got, expected):
     return {
         "A": ("no: for gamma < 1/2 the target 2 gamma w is *smaller* than w; the estimate "
               "chases it past it, from one side to the other"),
-        "C": "no: with reward 0 and w > 0 the target 2 gamma w is >= 0",
+        "C": ("no: the sign of the target is not what grows; what decides is the size of the "
+              "factor 1 + alpha (2 gamma - 1) that multiplies w at every update (a target that "
+              "flips sign is what an overshoot looks like, not its cause)"),
         "D": ("no: the features fix the factor's form, but for gamma < 1/2 a small alpha is "
               "stable with the same features"),
     }.get(str(got).strip().upper() if got is not None else "")
