@@ -21,8 +21,8 @@ from ..core.tokenizer import PAD
 from ..core.transformer import TransformerConfig, transformer_config
 
 __all__ = ["check_model", "check_models", "check_token_ids", "check_prompts", "check_rng", "check_clip",
-           "check_flag", "check_choice", "check_token_id", "check_optimizer", "call_scorer",
-           "check_scorer", "check_callback"]
+           "check_flag", "check_choice", "check_token_id", "check_optimizer", "check_scores",
+           "call_scorer", "check_scorer", "check_callback"]
 
 
 def check_model(name: str, params) -> TransformerConfig:
