@@ -95,6 +95,34 @@ def test_make_preference_pairs_orders_and_drops_ties():
     assert replaced.chosen is pairs.rejected and replaced.rejected is pairs.rejected
 
 
+def test_empty_pairs_ipo_smoothing_and_a_bad_kl_mask_are_refused_in_plain_words():
+    """Three mistakes a student makes, each refused with a message that names its cause: no
+    pairs left after make_preference_pairs dropped every tie, label smoothing asked of IPO
+    (which has none), and an exact_kl mask of the logits' shape (it needs one more position)."""
+    params = rc.lm_init(12, context=8, dim=8, seed=0)
+    a = np.array([[1, 3, 4, 2], [1, 3, 5, 2]])
+    mask = np.array([[0, 0, 1, 1]] * 2, dtype=bool)
+    no_pairs = rc.make_preference_pairs(a, mask, a, mask, [1.0, 0.0], [1.0, 0.0])  # all ties
+    assert len(no_pairs) == 0
+    for call in (lambda: rc.train_on_preferences(params, no_pairs, steps=1),
+                 lambda: rc.evaluate_pairs(params, params, no_pairs)):
+        with pytest.raises(ValueError, match=r"pairs: expected at least one preference pair, got "
+                                             r"none \(make_preference_pairs drops ties"):
+            call()
+    pairs = rc.make_preference_pairs(a, mask, a[::-1], mask, [1.0, 0.0], [0.0, 1.0])
+    with pytest.raises(ValueError, match="label_smoothing: label smoothing is DPO's.*loss='ipo'"):
+        rc.train_on_preferences(params, pairs, loss="ipo", label_smoothing=0.2, steps=1)
+    with pytest.raises(ValueError, match="label_smoothing: label smoothing is DPO's"):
+        rc.evaluate_pairs(params, params, pairs, loss="ipo", label_smoothing=0.1)
+    rc.evaluate_pairs(params, params, pairs, loss="ipo", label_smoothing=0.0)  # 0 is no smoothing
+    rc.evaluate_pairs(params, params, pairs, loss="dpo", label_smoothing=0.2)
+    logits = np.zeros((2, 3, 5))
+    with pytest.raises(ValueError, match=r"mask: expected shape \(2, 4\) \(the shape of "
+                                         r"policy_logits' \[B, L-1\], plus one\), got \(2, 3\)"):
+        rc.exact_kl(logits, logits, np.ones((2, 3), bool))
+    assert rc.exact_kl(logits, logits, np.ones((2, 4), bool)).tolist() == [0.0, 0.0]
+
+
 def test_ipo_training_holds_its_margin_near_the_target(pipeline):
     """IPO regresses the length-averaged margin onto 1/(2 tau): it climbs towards the target and
     does not overshoot it; DPO's margin has no target and ends well past it."""

@@ -431,6 +431,31 @@ def test_the_game_functions_are_checked_where_they_are_used(game):
         rc.mcts(state, *fns, simulations=5, two_player="False")
 
 
+def test_any_iterable_of_legal_actions_works_in_the_tree_and_in_the_rollouts(game):
+    """The tree and the rollouts read legal_actions the same way: a numpy array (e.g.
+    np.flatnonzero(board == 0)), a generator or a set gives the same search as a list."""
+    g, fns = game
+    state = after(g, [0, 4, 1])
+    as_list = rc.mcts(state, *fns, simulations=300, seed=1)
+    kinds = {"array": lambda s: np.array(g.legal_actions(s)),
+             "generator": lambda s: (a for a in g.legal_actions(s)),
+             "set": lambda s: set(g.legal_actions(s))}
+    for name, legal in kinds.items():
+        for depth in (None, 3):
+            r = rc.mcts(state, legal, *fns[1:], simulations=300, seed=1, rollout_depth=depth)
+            assert sum(r.visits.values()) == 300, name
+            assert sorted(r.visits) == sorted(as_list.visits), name
+            assert r.action == 2, name  # the block: X threatens 0-1-2
+        if name != "set":  # a set may iterate in another order: another (valid) search
+            r = rc.mcts(state, legal, *fns[1:], simulations=300, seed=1)
+            assert r.visits == as_list.visits and r.values == as_list.values, name
+        r = rc.mcts(state, legal, *fns[1:], simulations=300, seed=1,
+                    prior=lambda s: np.full(len(g.legal_actions(s)), 1 / len(g.legal_actions(s))))
+        assert r.action == 2, name
+    assert rc.minimax_values(state, kinds["generator"], *fns[1:]) == \
+        rc.minimax_values(state, *fns)
+
+
 def test_mcts_on_a_very_deep_game_does_not_recurse():
     """A single line of 50,000 moves, far past Python's recursion limit: selection, rollout
     and backup are loops, so the search only costs time."""

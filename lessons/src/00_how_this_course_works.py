@@ -489,12 +489,21 @@ assert np.isclose(by_hand, by_autodiff, rtol=1e-12)
 print(inspect.getsource(rc.tanh))
 print(inspect.getsource(rc.core.autodiff._unary))
 print(inspect.getsource(rc.core.autodiff._record))
+try:
+    rc.tanh("0.5")
+except TypeError as err:
+    print(f"rc.tanh('0.5') raises TypeError: {err}")
 
 # %% [markdown]
 # The last argument of `_unary` is tanh's vjp, `g * (1 - y * y)`: the output's gradient `g` times
 # the local derivative $1 - \tanh^2$, written with the output `y` it already computed. On a traced
 # value (a `Tensor`) `_unary` stores, in the result's `parents`, the input and this vjp;
 # `_record` also appends the result to the **tape** of the `value_and_grad` call in progress.
+# Two details are input checking, not differentiation: on an untraced input, `_real` refuses
+# anything that is not real numbers (a string, as the last line above shows, or a complex
+# array); and `_record` makes the result with `Tensor.__new__(Tensor)`, which creates the
+# object without running `Tensor(...)`'s checks of its arguments, because an operation's
+# result is already a valid array.
 # You can follow the chain by hand, without a tape, through each result's `parents`:
 
 # %%

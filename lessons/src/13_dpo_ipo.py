@@ -306,7 +306,11 @@ def my_answer_kl(policy_logits, ref_logits, mask):
 assert rc.exercises.check("answer_kl", my_answer_kl)
 
 # %% [markdown]
-# The reference implementations, with their input checks (and DPO's label smoothing):
+# The reference implementations, with their input checks (and DPO's label smoothing). In
+# `exact_kl`, `_kl_terms(lp, lr)` is `exp(lp) * (lp - lr)` made exactly 0, in value and gradient,
+# at a token the policy never takes (never `0 * inf`), and `_lift_rounding` lifts a total that
+# floating-point rounding left about 1e-16 below 0 up to 0 (item 7 below checks the KL
+# without that lift):
 
 # %%
 print(inspect.getsource(rc.dpo_loss))
@@ -331,7 +335,9 @@ print(inspect.getsource(rc.exact_kl))
 # 4. The reference gets no gradient, even if you pass it traced.
 # 5. With label smoothing $\varepsilon$, one pair's loss is smallest at $\beta z = \log\frac{1-\varepsilon}{\varepsilon}$.
 # 6. IPO's loss is smallest at a finite margin, $1/(2\tau)$; DPO's keeps falling as the margin grows.
-# 7. The answer KL is 0 for the reference itself and never negative.
+# 7. The answer KL is 0 for the reference itself and never negative (Gibbs' inequality).
+#    `exact_kl`'s last line lifts a rounding of about -1e-16 to 0, so the check recomputes the
+#    KL of the moved policy's answers in float64 without that lift: it must be >= -1e-12.
 
 # %%
 ref_c, ref_r = rc.pair_log_probs(ref_params, held_out)
@@ -378,7 +384,10 @@ print(f"IPO (tau=0.5) loss is smallest at margin {margins[np.argmin(ipo_curve)]:
 assert abs(margins[np.argmin(ipo_curve)] - 1.0) < 1e-3 and np.all(np.diff(dpo_curve) < 0)
 
 moved = rc.rate_samples(first.params, ref_params, eval_ids, task.rate, rng)
-assert ref_kl == 0.0 and moved.kl.min() >= 0.0 and moved.kl.mean() > 0.0
+lp, lq = (rc.log_softmax(np.asarray(rc.lm_logits(p, moved.tokens), dtype=np.float64)[:, :-1], axis=-1)
+          for p in (first.params, ref_params))
+unlifted = np.sum(np.sum(np.exp(lp) * (lp - lq), axis=-1) * moved.mask[:, 1:], axis=1)  # no lift
+assert ref_kl == 0.0 and unlifted.min() >= -1e-12 and moved.kl.mean() > 0.0
 print("answer KL: exactly 0 for the reference; after one step, never negative and positive on average")
 
 # %% [markdown]

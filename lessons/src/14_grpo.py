@@ -390,7 +390,10 @@ assert rc.exercises.check("grpo_loss_value", my_grpo_loss)
 # %% [markdown]
 # `rlcourse` runs one GRPO iteration like this (`rc.grpo_train` repeats it, each time on
 # `prompts_per_step` prompts drawn from the RL prompts); the loss is `rc.grpo_loss`, your step 4
-# written with traced operations so that it can be differentiated:
+# written with traced operations so that it can be differentiated. Its first line
+# (`_check_grpo(...)`) only checks the arguments; the algorithm starts at
+# `group = np.repeat(...)`, and `check_scores` checks that `reward_fn` gave one finite score per
+# completion:
 
 # %%
 print(inspect.getsource(rc.grpo_step))
@@ -406,6 +409,8 @@ print(inspect.getsource(rc.grpo_step))
 #    $-\hat A_i$ times the aggregation's weight: $1/\sum_j|o_j|$ (`"dapo"`),
 #    $1/(B\,|o_i|)$ (`"grpo"`), $1/(B\,L)$ (`"dr_grpo"`).
 # 3. k2 and k3 are never negative, k1 can be; all three are 0 where the policy equals the reference.
+#    (`rc.kl_estimate` lifts a k3 that rounding leaves about 1e-16 below 0 up to 0, so the check
+#    computes $e^d - d - 1$ itself, in float64: it must be >= -1e-12.)
 # 4. Prompt and padding positions get exactly zero gradient.
 # 5. With a positive advantage, a token whose ratio is already above $1+\varepsilon$ gets no
 #    gradient from the surrogate.
@@ -436,7 +441,10 @@ for loss_type, weight in weights.items():
 
 k1, k2, k3 = (rc.kl_estimate(np.where(action, old_logp, 0), np.where(action, ref_logp, 0), kind)[action]
               for kind in ("k1", "k2", "k3"))
-assert (k2 >= 0).all() and (k3 >= 0).all() and (k1 < 0).any()
+d_check = (np.where(action, ref_logp, 0) - np.where(action, old_logp, 0)).astype(np.float64)[action]
+k3_unlifted = np.exp(d_check) - d_check - 1  # k3 before kl_estimate's lift, in float64
+assert (k2 >= 0).all() and (k3_unlifted >= -1e-12).all() and (k1 < 0).any()
+assert np.allclose(k3, k3_unlifted, rtol=1e-4, atol=1e-6)  # the same quantity as rc's k3
 assert all(not np.any(rc.kl_estimate(old_logp, old_logp, kind)) for kind in ("k1", "k2", "k3"))
 
 g_full = rc.grad(lambda lp: rc.grpo_loss(lp, old_logp, ref_logp, advantages, action, kl_coef=0.5).loss)(old_logp)

@@ -291,7 +291,12 @@ assert rc.exercises.check("mcts", my_mcts)
 # there. The checker grades your search on a few positions; the exhaustive check in Use it is
 # of the reference `rc.mcts`, the same algorithm with input checks, a `rollout_depth` cut-off,
 # a single-agent mode and the PUCT rule. Its loop and the helpers it calls, without their
-# docstrings:
+# docstrings. The lines at the top of `rc.mcts` (`check_*`, `as_rng`) only check the settings
+# and the game's four functions; inside the loop, three helpers call the game's functions and
+# check what they return: `play(apply, state, action)` is `apply(state, action)` (refused if it
+# returns None), `legal_list(legal_actions, state)` is the legal actions as a list (any
+# iterable is accepted; an empty one is refused), and `game_reward(reward, state)` is the reward
+# as a finite number. Read them as the plain calls:
 
 # %%
 def show(fn):

@@ -36,18 +36,29 @@ def exact_kl(policy_logits, ref_logits, mask):
     ``policy_logits`` (and ``ref_logits`` if traced; wrap it in ``stop_gradient`` to freeze it).
     """
     pv = _check_logits_pair(policy_logits, ref_logits)
-    mask = _check_mask(mask, (pv.shape[0], pv.shape[1] + 1))
-    with np.errstate(over="ignore"):  # logits 1e308 apart: a probability of 0, a KL of +inf
+    mask = _check_mask(mask, (pv.shape[0], pv.shape[1] + 1), against="policy_logits' [B, L-1], plus one")
+    # logits ±1e308 (a span past the float range, ~1.8e308) give a probability of 0 without a
+    # warning: a KL of +inf where the reference's probability is 0 and the policy's is not
+    with np.errstate(over="ignore"):
         lp, lr = ad.log_softmax(policy_logits, axis=-1), ad.log_softmax(ref_logits, axis=-1)
-        # a token the policy never takes adds exactly 0, never 0 * inf
-        possible = np.exp(ad.stop_gradient(lp)) > 0
-        diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
-        per_position = ad.sum(ad.where(possible, ad.exp(lp) * diff, 0.0), axis=-1)
+        per_position = ad.sum(_kl_terms(lp, lr), axis=-1)
         kl = ad.sum(ad.where(mask[:, 1:], per_position, 0.0), axis=1)
-    # a sum of terms of both signs can round below 0 (by ~1e-16); the value is lifted to 0,
-    # the gradient is left as it is
-    value = np.asarray(ad.stop_gradient(kl))
-    return kl + np.where(value < 0, -value, 0.0)
+    return _lift_rounding(kl)
+
+
+def _kl_terms(lp, lr):
+    """``pi(v) (log pi(v) - log ref(v))`` from the log-probs ``lp``, ``lr``: exactly 0, in value
+    and gradient, at a token the policy never takes (never ``0 * inf`` or ``0 * nan``)."""
+    possible = np.exp(ad.stop_gradient(lp)) > 0
+    diff = ad.where(possible, lp, 0.0) - ad.where(possible, lr, 0.0)
+    return ad.where(possible, ad.exp(lp) * diff, 0.0)
+
+
+def _lift_rounding(x):
+    """``x``, a quantity that is never negative in exact arithmetic, with a value rounded below
+    0 (by ~1e-16, in a sum of terms of both signs) lifted to 0; the gradient is left as it is."""
+    value = np.asarray(ad.stop_gradient(x))
+    return x + np.where(value < 0, -value, 0.0)
 
 
 def sampled_log_ratio(policy_logits, ref_logits, actions, mask):
@@ -120,11 +131,7 @@ def kl_estimate(logp, ref_logp, kind: str = "k1", *, old_logp=None):
     elif kind == "k2":
         est = 0.5 * d * d
     else:
-        est = ad.exp(d) - d - 1.0
-        # for |d| < 1e-4 or so, exp(d) - d - 1 can round below 0 (by ~1e-16); the value is
-        # lifted to 0, the gradient is left as it is
-        value = np.asarray(ad.stop_gradient(est))
-        est = est + np.where(value < 0, -value, 0.0)
+        est = _lift_rounding(ad.exp(d) - d - 1.0)  # below 0 by ~1e-16 for |d| < 1e-4 or so
     if old_logp is None:
         return est
     op = _log_prob_values("old_logp", old_logp)

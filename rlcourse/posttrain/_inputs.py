@@ -21,8 +21,8 @@ from ..core.tokenizer import PAD
 from ..core.transformer import TransformerConfig, transformer_config
 
 __all__ = ["check_model", "check_models", "check_token_ids", "check_prompts", "check_rng", "check_clip",
-           "check_flag", "check_choice", "check_token_id", "check_optimizer", "call_scorer",
-           "check_scorer", "check_callback"]
+           "check_flag", "check_choice", "check_token_id", "check_optimizer", "check_scores",
+           "call_scorer", "check_scorer", "check_callback"]
 
 
 def check_model(name: str, params) -> TransformerConfig:
@@ -113,13 +113,18 @@ def check_optimizer(opt, opt_state, params, name: str = "policy") -> None:
                              f"parameters; make it with opt.init({name})")
 
 
-def call_scorer(name: str, fn, tokens, mask) -> np.ndarray:
-    """``fn(tokens, mask)`` checked to be one finite number per row of ``tokens``: ``[B]``
-    (a reward function's or a metric's scores); ``name`` is the argument that gave ``fn``."""
+def check_scores(name: str, scores, batch: int) -> np.ndarray:
+    """``scores``, what ``name(tokens, mask)`` returned (a reward function's or a metric's),
+    checked to be one finite number per row of the ``batch``: ``[batch]`` floats."""
     label = f"{name}(tokens, mask)"
-    values = as_float_array(label, fn(tokens, mask), ndim=1)
-    check_shape(label, values, (len(tokens),), "the batch")
+    values = as_float_array(label, scores, ndim=1)
+    check_shape(label, values, (batch,), "the batch")
     return values
+
+
+def call_scorer(name: str, fn, tokens, mask) -> np.ndarray:
+    """``fn(tokens, mask)`` checked by ``check_scores``; ``name`` is the argument that gave ``fn``."""
+    return check_scores(name, fn(tokens, mask), len(tokens))
 
 
 def check_scorer(name: str, fn) -> None:

@@ -25,7 +25,6 @@ from ..core.losses import _AGGREGATES, _scale_name, grpo_advantages, grpo_loss, 
 from ..core.optim import Adam
 from ..core.tokens import token_log_probs
 from ._inputs import (
-    call_scorer,
     check_callback,
     check_choice,
     check_clip,
@@ -35,6 +34,7 @@ from ._inputs import (
     check_prompts,
     check_rng,
     check_scorer,
+    check_scores,
 )
 
 __all__ = ["GRPOHistory", "grpo_step", "grpo_train", "RFTHistory", "rft_train"]
@@ -60,8 +60,11 @@ _BASELINES = ("group", "leave_one_out")
 
 
 def _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new, epochs, clip,
-                aggregate, scale, baseline, kl_correction):
-    """The arguments ``grpo_step`` and ``grpo_train`` share, checked: ``(prompts, max_new)``."""
+                aggregate, scale, baseline, kl_correction, rng=None, opt=None, opt_state=None, *,
+                step=True):
+    """The arguments of ``grpo_step`` (and those ``grpo_train`` shares with it), checked:
+    ``rng``, ``opt`` and ``opt_state`` unless ``step=False`` (``grpo_train``). Returns
+    ``(prompts, max_new)``."""
     prompts, max_new = check_prompts(prompts, max_new, check_models(policy=policy, ref=ref))
     check_scorer("reward_fn", reward_fn)
     check_count("group_size", group_size, low=2)  # a group baseline needs another sample
@@ -72,6 +75,9 @@ def _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new, e
     _scale_name(scale)
     check_choice("baseline", baseline, _BASELINES)
     check_flag("kl_correction", kl_correction)
+    if step:  # grpo_step's own arguments
+        check_rng(rng)
+        check_optimizer(opt, opt_state, policy)
     return prompts, max_new
 
 
@@ -104,15 +110,14 @@ def grpo_step(policy, ref, reward_fn, prompts, rng: np.random.Generator, opt, op
     (``tokens``, ``mask``, ``rewards``, ``advantages``) and the figures ``GRPOHistory`` records.
     """
     prompts, max_new = _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new,
-                                   epochs, clip, aggregate, scale, baseline, kl_correction)
-    check_rng(rng)
-    check_optimizer(opt, opt_state, policy)
+                                   epochs, clip, aggregate, scale, baseline, kl_correction, rng,
+                                   opt, opt_state)
     group = np.repeat(prompts, group_size, axis=0)
     tokens, mask = generate(policy, group, max_new, rng)
     action = mask[:, 1:]
     ref_logits = lm_logits(ref, tokens)[:, :-1]
     ref_logp = token_log_probs(ref_logits, tokens)
-    rewards = call_scorer("reward_fn", reward_fn, tokens, mask)
+    rewards = check_scores("reward_fn", reward_fn(tokens, mask), len(tokens))
     if baseline == "group":
         advantages = grpo_advantages(rewards, group_size, scale=scale)
     else:
@@ -167,7 +172,8 @@ def grpo_train(policy, ref, reward_fn, prompts, iterations: int, group_size: int
     given ``seed``.
     """
     prompts, max_new = _check_grpo(policy, ref, reward_fn, prompts, group_size, kl_coef, max_new,
-                                   epochs, clip, aggregate, scale, baseline, kl_correction)
+                                   epochs, clip, aggregate, scale, baseline, kl_correction,
+                                   step=False)
     check_count("iterations", iterations)
     check_count("prompts_per_step", prompts_per_step)
     check_callback(callback)
@@ -235,7 +241,7 @@ def rft_train(policy, reward_fn, prompts, iterations: int, group_size: int = 8,
     for i in range(iterations):
         rows = rng.choice(len(prompts), size=min(prompts_per_step, len(prompts)), replace=False)
         tokens, mask = generate(policy, np.repeat(prompts[rows], group_size, axis=0), max_new, rng)
-        rewards = call_scorer("reward_fn", reward_fn, tokens, mask)
+        rewards = check_scores("reward_fn", reward_fn(tokens, mask), len(tokens))
         keep = rewards >= threshold
         if keep.any():
             _, grads = step(policy, tokens[keep], mask[keep])

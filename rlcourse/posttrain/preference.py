@@ -111,6 +111,9 @@ def _check_pairs(pairs, configs: dict) -> PreferencePairs:
     if not isinstance(pairs, PreferencePairs):
         raise TypeError(f"pairs: expected PreferencePairs (make_preference_pairs), got "
                         f"{type(pairs).__name__}")
+    if hasattr(pairs.chosen, "__len__") and len(pairs.chosen) == 0:
+        raise ValueError("pairs: expected at least one preference pair, got none "
+                         "(make_preference_pairs drops ties: did every pair score the same?)")
     arrays = []
     for side in ("chosen", "rejected"):
         tokens = check_token_ids(f"pairs.{side}", getattr(pairs, side), config, model)
@@ -139,6 +142,9 @@ def _check_settings(loss, beta, tau, label_smoothing) -> None:
     label_smoothing = real_scalar("label_smoothing", label_smoothing)
     if not 0.0 <= label_smoothing < 0.5:
         raise ValueError(f"label_smoothing: expected a number in [0, 0.5), got {label_smoothing}")
+    if loss == "ipo" and label_smoothing > 0:
+        raise ValueError(f"label_smoothing: label smoothing is DPO's (conservative DPO); "
+                         f"loss='ipo' has none, got label_smoothing={label_smoothing}")
 
 
 def _pad_to(arr: np.ndarray, width: int) -> np.ndarray:

@@ -26,7 +26,6 @@ from ..core.losses import ppo_clip_loss
 from ..core.optim import Adam
 from ..core.tokenizer import EOS
 from ._inputs import (
-    call_scorer,
     check_choice,
     check_clip,
     check_models,
@@ -34,9 +33,10 @@ from ._inputs import (
     check_prompts,
     check_rng,
     check_scorer,
+    check_scores,
     check_token_id,
 )
-from .rollout import policy_token_log_probs, rollout_rewards, sample_rollout
+from .rollout import policy_token_log_probs, sample_rollout
 
 __all__ = ["penalize_missing_eos", "reward_to_go", "rlhf_advantages", "RLHFHistory", "rlhf_step",
            "rlhf_train"]
@@ -115,8 +115,9 @@ class RLHFHistory(NamedTuple):
 
 
 def _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
-                missing_eos_penalty, eos=EOS):
-    """The arguments ``rlhf_step`` and ``rlhf_train`` share, checked."""
+                missing_eos_penalty, eos=EOS, rng=None, opt=None, opt_state=None, *, step=True):
+    """The arguments of ``rlhf_step`` (and those ``rlhf_train`` shares with it), checked:
+    ``rng``, ``opt`` and ``opt_state`` unless ``step=False`` (``rlhf_train``)."""
     configs = check_models(policy=policy, ref=ref)
     check_prompts(prompts, max_new, configs)
     check_scorer("reward_fn", reward_fn)
@@ -127,6 +128,9 @@ def _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, ki
     if missing_eos_penalty is not None:
         check_nonnegative("missing_eos_penalty", missing_eos_penalty, positive=True)
     check_token_id("eos", eos, configs["policy"].vocab)
+    if step:  # rlhf_step's own arguments
+        check_rng(rng)
+        check_optimizer(opt, opt_state, policy)
 
 
 def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generator, opt, opt_state,
@@ -150,11 +154,9 @@ def rlhf_step(policy, ref, reward_fn: Callable, prompts, rng: np.random.Generato
     before any penalty) and the figures ``RLHFHistory`` records.
     """
     _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
-                missing_eos_penalty, eos)
-    check_rng(rng)
-    check_optimizer(opt, opt_state, policy)
+                missing_eos_penalty, eos, rng, opt, opt_state)
     data = sample_rollout(policy, ref, prompts, max_new, rng)
-    scores = rollout_rewards(reward_fn, data)
+    scores = check_scores("reward_fn", reward_fn(data.tokens, data.mask), len(data.tokens))
     finished = ((data.tokens == eos) & data.mask).any(axis=1)
     penalized = scores if missing_eos_penalty is None else \
         penalize_missing_eos(scores, data.tokens, data.mask, missing_eos_penalty, eos)
@@ -194,7 +196,7 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
     default) scores it as if it were finished. Deterministic given ``seed``.
     """
     _check_rlhf(policy, ref, reward_fn, prompts, max_new, beta, epochs, clip, kind,
-                missing_eos_penalty)
+                missing_eos_penalty, step=False)
     prompts = np.asarray(prompts)
     check_count("iterations", iterations)
     check_count("batch", batch)
@@ -210,7 +212,8 @@ def rlhf_train(policy, ref, reward_fn: Callable, prompts, iterations: int, beta:
         rows = rng.choice(len(prompts), size=min(batch, len(prompts)), replace=False)
         policy, state, stats = rlhf_step(policy, ref, reward_fn, prompts[rows], rng, opt, state,
                                          beta, max_new, epochs, clip, kind, missing_eos_penalty)
-        stats["metric"] = (float(np.mean(call_scorer("metric", metric, stats["tokens"], stats["mask"])))
+        stats["metric"] = (float(np.mean(check_scores("metric", metric(stats["tokens"], stats["mask"]),
+                                                      len(stats["tokens"]))))
                            if metric is not None else np.nan)
         for k in keys:
             history[k][i] = stats[k]

@@ -16,13 +16,14 @@ import numpy as np
 
 from ..core._checks import real_scalar
 
-__all__ = ["check_game", "legal_list", "no_moves", "applied", "game_reward"]
+__all__ = ["check_game", "legal_list", "play", "game_reward"]
 
 GAME_FUNCTIONS = ("legal_actions", "apply", "is_terminal", "reward")
 
 
-def check_game(state, legal_actions, apply, is_terminal, reward) -> bool:
-    """Check the four functions and the root ``state``; return ``is_terminal(state)``."""
+def check_game(state, legal_actions, apply, is_terminal, reward) -> None:
+    """Check the four functions and that ``is_terminal`` answers True or False at the root
+    ``state`` (the caller then asks it whether the root is terminal)."""
     for name, fn in zip(GAME_FUNCTIONS, (legal_actions, apply, is_terminal, reward)):
         if not callable(fn):
             raise TypeError(f"{name}: expected a function of the game (e.g. game.{name}, the "
@@ -35,29 +36,27 @@ def check_game(state, legal_actions, apply, is_terminal, reward) -> bool:
     if not isinstance(terminal, (bool, np.bool_, int, np.integer)):
         raise TypeError(f"is_terminal: expected True or False, got {type(terminal).__name__} "
                         f"{terminal!r} for state {state!r}")
-    return bool(terminal)
 
 
 def legal_list(legal_actions, state) -> list:
-    """``legal_actions(state)`` as a new, non-empty list (``state`` is not terminal)."""
+    """``legal_actions(state)`` as a non-empty list (``state`` is not terminal; the list is read,
+    never changed): any iterable of actions is accepted (a list, a tuple, a numpy array, a set,
+    a generator)."""
     actions = legal_actions(state)
-    if actions is None or isinstance(actions, (str, bytes)) or not hasattr(actions, "__iter__"):
-        raise TypeError(f"legal_actions: expected a list of actions, got {type(actions).__name__} "
-                        f"{actions!r} for state {state!r}")
-    actions = list(actions)
+    if type(actions) is not list:  # the common case, a list, costs nothing more in a rollout
+        if actions is None or isinstance(actions, (str, bytes)) or not hasattr(actions, "__iter__"):
+            raise TypeError(f"legal_actions: expected a list of actions, got "
+                            f"{type(actions).__name__} {actions!r} for state {state!r}")
+        actions = list(actions)
     if not actions:
-        raise no_moves(state)
+        raise ValueError(f"legal_actions: returned no actions for state {state!r}, which "
+                         "is_terminal says is not terminal")
     return actions
 
 
-def no_moves(state) -> ValueError:
-    """The error for a non-terminal ``state`` without legal actions."""
-    return ValueError(f"legal_actions: returned no actions for state {state!r}, which "
-                      "is_terminal says is not terminal")
-
-
-def applied(child, state, action):
-    """``child = apply(state, action)``, refused if it is None."""
+def play(apply, state, action):
+    """The move: ``apply(state, action)``, the new state (refused if it is None)."""
+    child = apply(state, action)
     if child is None:
         raise TypeError(f"apply: returned None for action {action!r} at state {state!r}; it must "
                         "return the new state (and leave its input unchanged)")

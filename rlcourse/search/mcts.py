@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core._checks import as_float_array, as_rng, check_count, check_flag, check_nonnegative
-from ._game import applied, check_game, game_reward, legal_list, no_moves
+from ._game import check_game, game_reward, legal_list, play
 
 __all__ = ["MCTSResult", "uct_score", "puct_score", "mcts"]
 
@@ -192,7 +192,8 @@ def mcts(
     two_player = check_flag("two_player", two_player)
     if prior is not None and not callable(prior):
         raise TypeError(f"prior: expected a function state -> probabilities, got {prior!r}")
-    if check_game(state, legal_actions, apply, is_terminal, reward):
+    check_game(state, legal_actions, apply, is_terminal, reward)
+    if is_terminal(state):
         raise ValueError("state: the root state is terminal; there is no move to search for")
     draw = _Uniforms(rng)
     root = _make_node(state, legal_actions, is_terminal, prior)
@@ -214,7 +215,7 @@ def mcts(
 
     stats = {a: (k.visits, k.total / k.visits)
              for a, k in zip(root.actions, root.children) if k is not None and k.visits}
-    legal = list(legal_actions(state))
+    legal = legal_list(legal_actions, state)
     visits = {a: stats.get(a, (0, 0.0))[0] for a in legal}
     values = {a: stats.get(a, (0, 0.0))[1] for a in legal}
     best = legal[int(np.argmax([visits[a] for a in legal]))]
@@ -249,8 +250,7 @@ def _select_and_expand(root, c, draw, legal_actions, apply, is_terminal) -> list
         path.append(node)
     if node.untried:
         action = node.untried.pop(draw.index(len(node.untried)))
-        child = _make_node(applied(apply(node.state, action), node.state, action), legal_actions,
-                           is_terminal)
+        child = _make_node(play(apply, node.state, action), legal_actions, is_terminal)
         node.actions.append(action)
         node.children.append(child)
         path.append(child)
@@ -287,11 +287,9 @@ def _select_and_expand_puct(root, c, legal_actions, apply, is_terminal, prior) -
             if score > best_score:
                 best, best_score = i, score
         kid = node.children[best]
-        if kid is None:
-            action = node.actions[best]
-            kid = node.children[best] = _make_node(
-                applied(apply(node.state, action), node.state, action), legal_actions, is_terminal,
-                prior)
+        if kid is None:  # a new child: expand it and stop
+            state = play(apply, node.state, node.actions[best])
+            kid = node.children[best] = _make_node(state, legal_actions, is_terminal, prior)
             path.append(kid)
             return path
         node = kid
@@ -310,12 +308,8 @@ def _rollout(leaf, draw, legal_actions, apply, is_terminal, reward, depth, two_p
                 f"rollout: no terminal state after rollout_limit = {limit} random moves from "
                 f"{leaf.state!r}; the game (apply, is_terminal) may never end (a cycle). Pass "
                 "rollout_depth, with a reward that scores the state where the rollout stops")
-        actions = legal_actions(state)
-        if not actions:
-            raise no_moves(state)
-        action = actions[draw.index(len(actions))]
-        child = apply(state, action)
-        state = child if child is not None else applied(child, state, action)
+        actions = legal_list(legal_actions, state)
+        state = play(apply, state, actions[draw.index(len(actions))])
         terminal = is_terminal(state)
         moves += 1
     value = game_reward(reward, state)

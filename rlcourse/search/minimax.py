@@ -15,7 +15,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from ..core._checks import check_count
-from ._game import applied, check_game, game_reward, legal_list
+from ._game import check_game, game_reward, legal_list, play
 
 __all__ = ["minimax_values", "minimax_value", "perfect_action"]
 
@@ -33,8 +33,8 @@ def minimax_values(state, legal_actions, apply, is_terminal, reward, cache=None,
     """
     cache, depth_limit = _check_search(state, legal_actions, apply, is_terminal, reward, cache,
                                        depth_limit, "it has no actions to value")
-    return {a: _action_value(applied(apply(state, a), state, a), legal_actions, apply, is_terminal,
-                             reward, cache, depth_limit)
+    return {a: _action_value(play(apply, state, a), legal_actions, apply, is_terminal, reward,
+                             cache, depth_limit)
             for a in legal_list(legal_actions, state)}
 
 
@@ -61,7 +61,8 @@ def perfect_action(state, legal_actions, apply, is_terminal, reward, rng=None, c
 
 
 def _check_search(state, legal_actions, apply, is_terminal, reward, cache, depth_limit, why):
-    if check_game(state, legal_actions, apply, is_terminal, reward):
+    check_game(state, legal_actions, apply, is_terminal, reward)
+    if is_terminal(state):
         raise ValueError(f"state: is terminal; {why}")
     try:
         hash(state)
@@ -107,7 +108,7 @@ def _state_value(state, legal_actions, apply, is_terminal, reward, cache, depth_
                 frames[-1][3] = max(frames[-1][3], -best)
                 frames[-1][2] += 1
             continue
-        child = applied(apply(node, actions[i]), node, actions[i])
+        child = play(apply, node, actions[i])
         if is_terminal(child):
             frame[3] = max(best, game_reward(reward, child))
             frame[2] += 1
