@@ -307,8 +307,9 @@ def test_stable_gamma_range_names_both_ends_when_both_are_wrong(capsys):
     assert "the lower end" in out and "the upper end" in out
 
 
-@pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "size of the factor"), ("D", "features"),
-                                              ("E", "one of the letters"), (None, "[todo]")])
+@pytest.mark.parametrize("answer,diagnosis", [("A", "past it"), ("C", "size of the factor"),
+                                              ("D", "features"), ("E", "one of the letters"),
+                                              (None, "[todo]")])
 def test_triad_overshoot_why_rejects(answer, diagnosis, capsys):
     out = rejected("triad_overshoot_why", answer, capsys)
     assert diagnosis in out

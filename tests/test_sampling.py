@@ -295,3 +295,12 @@ def test_sampling_draws_only_tokens_within_reach_of_the_top_and_the_argmax_at_ti
     # a token whose tempered logit is below the top's by more than 746 has probability 0
     with np.errstate(over="ignore"):
         assert ((top - chosen) / t <= 746).all()
+
+
+def test_top_p_after_a_huge_temperature_keeps_the_token_with_the_larger_logit():
+    """At temperature 1e300 the logits -7e-28 and 0 both round to 0 and tie; top-p ranks by the
+    logits before the temperature, so the token with logit 0 (the most likely) is the one kept.
+    (Found by the property above; ranking by the tempered logits kept the lower id.)"""
+    logits = np.array([-7.08853862e-28, -np.inf, -np.inf, 0.0, -np.inf, -np.inf])
+    out = rc.filter_logits(logits, temperature=1e300, top_p=7.2e-10)
+    assert np.isfinite(out[3]) and np.isneginf(out[0])

@@ -46,13 +46,19 @@ def top_p_filter(logits, p: float) -> np.ndarray:
     an exact tie (``tests/test_sampling.py`` compares the two).
     """
     x = _check_logits(logits)
-    p = _check_top_p("p", p)
+    return _top_p(x, _check_top_p("p", p), x)
+
+
+def _top_p(x, p: float, rank) -> np.ndarray:
+    """``top_p_filter`` of checked logits ``x``, ranking tokens by ``rank`` (``x`` itself, or
+    for tempered logits the logits before the temperature, whose order it keeps but whose ties
+    it can create by underflow)."""
     if p == 1.0:
         return x.copy()
     probs = _softmax(x)
     # ranked by logit: two logits a rounding apart can have equal float probabilities, and the
     # larger one is still the more likely token
-    order = np.argsort(-x, axis=-1, kind="stable")
+    order = np.argsort(-rank, axis=-1, kind="stable")
     ranked = np.take_along_axis(probs, order, axis=-1)
     mass_before = np.cumsum(ranked, axis=-1) - ranked
     # a small slack so that a set whose mass equals p up to rounding counts as reaching it
@@ -89,11 +95,14 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int | None = None,
     # raw logits would overflow: to +inf for positive logits, and for all-negative ones to an
     # all -inf row, which has no distribution at all.
     with np.errstate(over="ignore"):
-        x = (x - x.max(axis=-1, keepdims=True)) / temperature
+        shifted = x - x.max(axis=-1, keepdims=True)
+        x = shifted / temperature
     if top_k is not None:
         x = top_k_filter(x, top_k)
     if top_p is not None:
-        x = top_p_filter(x, top_p)
+        # ranked by the logits before the temperature: a huge one can round two different
+        # logits to the same value, and the larger is still the more likely token
+        x = _top_p(x, top_p, np.where(np.isneginf(x), -np.inf, shifted))
     return x
 
 
