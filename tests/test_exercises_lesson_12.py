@@ -5,25 +5,9 @@ answer fails) is in tests/test_exercises.py."""
 
 import numpy as np
 import pytest
-
-from rlcourse.course import exercises
+from exercise_checks import accepted, rejected
 
 PAD, BOS, EOS = 0, 1, 2
-
-
-def rejected(name, fn, capsys):
-    """Run the check; it must fail. Returns what it printed."""
-    with np.errstate(all="ignore"):
-        ok = exercises.check(name, fn)
-    out = capsys.readouterr().out
-    assert not ok, f"{name}: a wrong answer passed:\n{out}"
-    return out
-
-
-def accepted(name, fn, capsys):
-    ok = exercises.check(name, fn)
-    out = capsys.readouterr().out
-    assert ok, f"{name}: a right answer failed:\n{out}"
 
 
 # ================================================================ step 1: preference_loss

@@ -10,19 +10,11 @@ import math
 
 import numpy as np
 import pytest
+from exercise_checks import rejected
 
 import rlcourse as rc
 from rlcourse.course import exercises
 from rlcourse.course.bank import search as bank
-
-
-def rejected(name, fn, capsys):
-    """Submit ``fn``; assert it fails; return the printed verdicts."""
-    capsys.readouterr()
-    with np.errstate(all="ignore"):
-        assert not exercises.check(name, fn)
-    return capsys.readouterr().out
-
 
 LESSON_15 = ["uct_score", "path_values", "mcts", "top_p_filter", "beam_search", "visit_policy",
              "length_normalised", "best_of_n_probs", "best_of_n_kl_limit", "best_first_decode",

@@ -5,23 +5,9 @@ a shifted answer fails) is in tests/test_exercises.py."""
 
 import numpy as np
 import pytest
+from exercise_checks import accepted, rejected
 
 from rlcourse.course import exercises
-
-
-def rejected(name, fn, capsys):
-    """Run the check; it must fail. Returns what it printed."""
-    with np.errstate(all="ignore"):
-        ok = exercises.check(name, fn)
-    out = capsys.readouterr().out
-    assert not ok, f"{name}: a wrong answer passed:\n{out}"
-    return out
-
-
-def accepted(name, fn, capsys):
-    ok = exercises.check(name, fn)
-    out = capsys.readouterr().out
-    assert ok, f"{name}: a right answer failed:\n{out}"
 
 
 def _check_all(name, wrong, key, capsys):
