@@ -25,6 +25,7 @@ from .algos.evaluate import *  # noqa: E402,F401,F403
 from .algos.models import *  # noqa: E402,F401,F403
 from .algos.ppo import *  # noqa: E402,F401,F403
 from .algos.reinforce import *  # noqa: E402,F401,F403
+from .algos.reinforce_sweep import *  # noqa: E402,F401,F403
 from .algos.rollout import *  # noqa: E402,F401,F403
 from .algos.sweep import *  # noqa: E402,F401,F403
 from .algos.trainer import *  # noqa: E402,F401,F403
@@ -88,6 +89,8 @@ __all__ = [
     # algos.reinforce
     "reinforce", "reinforce_weights", "reinforce_loss", "softmax_score", "policy_gradient_estimate",
     "collect_episodes",
+    # algos.reinforce_sweep
+    "reinforce_sweep",
     # algos.rollout
     "Rollout", "collect_rollout", "policy_step", "explained_variance",
     # algos.sweep

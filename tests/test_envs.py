@@ -743,3 +743,34 @@ def test_a_valid_vector_env_stand_in_is_wrapped():
     assert (env.n, env.observation_shape, env.num_actions) == (2, (3,), 2)
     env.reset(seed=0)
     assert env.step(np.array([0, 1])).reward.tolist() == [1.0, 1.0]
+
+
+def test_cartpole_group_leaves_each_env_as_its_own_steps_would():
+    """CartPoleGroup steps several CartPoles as one array computation; every Step, state, episode
+    statistic and later start must be what each env's own step() gives, for 1-copy envs (whose
+    own step takes the scalar path), different time limits and none, through many autoresets."""
+    from rlcourse.envs.cartpole import CartPoleGroup
+
+    def make():
+        envs = [rc.CartPole(n=n, max_steps=cap) for n, cap in ((5, 500), (1, 500), (3, 20), (4, None))]
+        for i, env in enumerate(envs):
+            env.reset(seed=7 * i)
+        return envs
+
+    alone, grouped = make(), make()
+    group = CartPoleGroup(grouped)
+    rng = np.random.default_rng(0)
+    for _ in range(1_500):
+        actions = [rng.integers(0, 2, env.n) for env in alone]
+        expected = [env.step(a) for env, a in zip(alone, actions)]
+        got = group.step(np.concatenate(actions))
+        for a, b in zip(expected, got):
+            for field in a._fields:
+                np.testing.assert_array_equal(getattr(b, field), getattr(a, field))
+    for a, b in zip(alone, grouped):
+        np.testing.assert_array_equal(b.state, a.state)
+        assert b.episode_returns == a.episode_returns and len(a.episode_returns) > 20
+    for a, b in zip(alone, grouped):  # the start generators are where they were, too
+        np.testing.assert_array_equal(b.reset(), a.reset())
+    with pytest.raises(ValueError, match="actions"):
+        group.step(np.zeros(3, dtype=int))

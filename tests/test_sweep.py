@@ -123,16 +123,23 @@ def _q_net(params, obs):
     return rc.mlp(params, obs, "relu")
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_dqn_sweep_members_are_single_dqn_runs_bit_for_bit(dtype):
+@pytest.mark.parametrize("dtype, activation, sizes, batch_size", [
+    (np.float64, "relu", [4, 16, 2], 32), (np.float32, "relu", [4, 16, 2], 32),
+    (np.float32, "tanh", [4, 16, 16, 2], 24), (np.float64, "tanh", [4, 8, 8, 2], 20),
+    (np.float32, "relu", [4, 12, 12, 2], 17)])
+def test_dqn_sweep_members_are_single_dqn_runs_bit_for_bit(dtype, activation, sizes, batch_size):
     """Each member differs from the other in every per-member setting; each must be the run
     rc.dqn makes with its settings, bit for bit: parameters, target network, episodes and
-    history (so a sweep's member can stand in for rc.dqn's run in a lesson)."""
-    params = [rc.mlp_init([4, 16, 2], seed=s) for s in (3, 5)]
+    history (so a sweep's member can stand in for rc.dqn's run in a lesson). The sweep writes
+    the gradient out by hand, so depths, both activations and batch sizes that are not powers
+    of 2 (the mean's 1/B is then rounded) are covered."""
+    params = [rc.mlp_init(sizes, seed=s) for s in (3, 5)]
+    shared = {**DQN_SHARED, "batch_size": batch_size}
     runs = rc.dqn_sweep([rc.CartPole(), rc.CartPole()], params, 1_250, DQN_MEMBERS, dtype=dtype,
-                        **DQN_SHARED)
+                        activation=activation, **shared)
     for member, p, run in zip(DQN_MEMBERS, params, runs):
-        alone = rc.dqn(rc.CartPole(), _q_net, p, 1_250, **DQN_SHARED, **member, dtype=dtype)
+        alone = rc.dqn(rc.CartPole(), lambda q, obs: rc.mlp(q, obs, activation), p, 1_250,
+                       **shared, **member, dtype=dtype)
         assert _gap(alone.params, run.params) == 0.0
         assert _gap(alone.extras["target_params"], run.extras["target_params"]) == 0.0
         assert np.array_equal(alone.episode_returns, run.episode_returns)
@@ -207,3 +214,109 @@ def test_dqn_sweep_bad_arguments_raise():
         rc.dqn_sweep(envs, rc.mlp_init([3, 8, 2], seed=0), 200, [dict(seed=0), dict(seed=1)])
     with pytest.raises(TypeError, match=r"envs\[1\]: expected a vector environment"):
         rc.dqn_sweep([rc.CartPole(), "env"], p, 200, [dict(seed=0), dict(seed=1)])
+
+
+# ---------------------------------------------------------------- REINFORCE
+
+REINFORCE_MEMBERS = [
+    dict(seed=3, baseline=False, lr=2e-2, gamma=0.9),
+    dict(seed=5, baseline=True, discount_steps=True, max_grad_norm=0.5),
+    dict(seed=7, baseline="value", value_lr=3e-2, value_steps=3, reward_to_go=True),
+    dict(seed=9, baseline=True, reward_to_go=False),
+]
+
+
+def _reinforce_params(member, dtype, hidden=8):
+    if member["baseline"] == "value":
+        return rc.make_actor_critic(4, 2, hidden=(hidden,), seed=member["seed"], dtype=dtype)
+    return (lambda p, obs: rc.mlp(p, obs, "tanh"),
+            rc.mlp_init([4, hidden, 2], seed=member["seed"], out_scale=0.01, dtype=dtype))
+
+
+def _same_run(a, b):
+    return (_gap(a.params, b.params) == 0.0 and np.array_equal(a.episode_returns, b.episode_returns)
+            and np.array_equal(a.episode_end_steps, b.episode_end_steps)
+            and list(a.history) == list(b.history)
+            and all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in a.history)
+            and a.settings == b.settings and a.steps == b.steps)
+
+
+@pytest.mark.parametrize("dtype, wrap", [(np.float32, False), (np.float64, False),
+                                         (np.float32, True)])
+def test_reinforce_sweep_members_are_single_reinforce_runs_bit_for_bit(dtype, wrap):
+    """Every baseline kind, reward-to-go off, gamma^t, clipping, a critic: each member is the run
+    rc.reinforce makes with its settings, bit for bit, although the members' batches end at
+    different steps. ``wrap`` puts each CartPole in a RecentStates, so the envs are stepped one
+    by one instead of as one CartPoleGroup: both paths must give the single runs."""
+    def env(max_steps):
+        cartpole = rc.CartPole(n=3, max_steps=max_steps)
+        return rc.RecentStates(cartpole) if wrap else cartpole
+
+    limits = (40, 60, 25, 80)  # unequal episode caps: the members' batches never line up
+    params = [_reinforce_params(m, dtype)[1] for m in REINFORCE_MEMBERS]
+    swept = rc.reinforce_sweep([env(cap) for cap in limits], params, 900, REINFORCE_MEMBERS,
+                               lr=1e-2, dtype=dtype)
+    for member, cap, run in zip(REINFORCE_MEMBERS, limits, swept):
+        model, p = _reinforce_params(member, dtype)
+        alone = rc.reinforce(env(cap), model, p, 900, dtype=dtype, progress=False,
+                             **{"lr": 1e-2, **member})
+        assert _same_run(alone, run), member
+
+
+def test_reinforce_sweep_a_callback_that_stops_stops_its_member_only():
+    stop_after = 3
+    infos = [[], []]
+
+    def stopper(info):
+        infos[0].append(info["update"])
+        return info["update"] + 1 < stop_after
+
+    members = [dict(seed=0), dict(seed=1)]
+    params = [rc.mlp_init([4, 8, 2], seed=m["seed"], out_scale=0.01) for m in members]
+    runs = rc.reinforce_sweep([rc.CartPole(n=2, max_steps=30) for _ in members], params, 600,
+                              members, callbacks=[stopper, infos[1].append])
+    assert runs[0].updates == stop_after and infos[0] == list(range(stop_after))
+    assert runs[1].steps >= 600 and len(infos[1]) == runs[1].updates > stop_after
+    alone = rc.reinforce(rc.CartPole(n=2, max_steps=30), lambda p, o: rc.mlp(p, o, "tanh"),
+                         params[0], 600, seed=0, progress=False,
+                         callback=lambda info: info["update"] + 1 < stop_after)
+    assert _same_run(alone, runs[0])
+
+
+def test_reinforce_sweep_planted_bug_a_shared_random_stream_is_caught():
+    """The check above can fail: members that drew their actions from one shared generator
+    (a tempting shortcut for the batched sampling) are not the single runs."""
+    from rlcourse.algos import reinforce as module
+
+    members = [dict(seed=0), dict(seed=1)]
+    params = [rc.mlp_init([4, 8, 2], seed=m["seed"], out_scale=0.01) for m in members]
+    original = module._Run.__init__
+
+    def shared_rng(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.rng = shared
+
+    shared = np.random.default_rng(0)
+    module._Run.__init__ = shared_rng
+    try:
+        runs = rc.reinforce_sweep([rc.CartPole(n=2, max_steps=30) for _ in members], params, 300,
+                                  members)
+    finally:
+        module._Run.__init__ = original
+    alone = rc.reinforce(rc.CartPole(n=2, max_steps=30), lambda p, o: rc.mlp(p, o, "tanh"),
+                         params[1], 300, seed=1, progress=False)
+    assert not _same_run(alone, runs[1])
+
+
+def test_reinforce_sweep_bad_arguments_raise():
+    envs = [rc.CartPole(n=2), rc.CartPole(n=2)]
+    p = rc.mlp_init([4, 8, 2], seed=0)
+    with pytest.raises(ValueError, match=r"members\[1\]: baseline='value' needs a critic"):
+        rc.reinforce_sweep(envs, p, 100, [dict(seed=0), dict(seed=1, baseline="value")])
+    with pytest.raises(TypeError, match="value_steps|not a per-member|cannot differ"):
+        rc.reinforce_sweep(envs, p, 100, [dict(seed=0, dtype=np.float64), dict(seed=1)])
+    with pytest.raises(ValueError, match="same n"):
+        rc.reinforce_sweep([rc.CartPole(n=2), rc.CartPole(n=3)], p, 100, [dict(seed=0), dict(seed=1)])
+    with pytest.raises(ValueError, match="activation"):
+        rc.reinforce_sweep(envs, [rc.make_actor_critic(4, 2, hidden=(8,), seed=s)[1] for s in (0, 1)],
+                           100, [dict(seed=0), dict(seed=1)], activation="relu")

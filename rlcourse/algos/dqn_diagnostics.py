@@ -172,6 +172,11 @@ class RecentStates:
     def _remember(self, obs) -> None:
         obs = np.asarray(obs)
         seen = len(obs)
+        start = self._count % self.keep
+        if start + seen <= self.keep:  # the usual case: the rows do not wrap around
+            self._recent[start:start + seen] = obs
+            self._count += seen
+            return
         obs = obs[-self.keep:]  # of more than ``keep`` at once, only the last ``keep`` stay
         rows = (self._count + seen - len(obs) + np.arange(len(obs))) % self.keep
         self._recent[rows] = obs

@@ -24,11 +24,12 @@ import numpy as np
 from ..core import autodiff as ad
 from ..core._checks import agent_rng
 from ..core.blas import single_thread_blas
+from ..core.heap import keep_freed_memory
 from ..core.losses import huber
 from ..core.nn import _ACTIVATIONS, mlp
 from ..core.optim import linear_schedule
 from . import dqn as _dqn
-from .sweep import _adam, _EnvList, _stack, members_settings
+from .sweep import _adam, _EnvList, _stack, _stacked_mlp, members_settings
 from .trainer import TrainingLog, check_env, model_output
 
 __all__ = ["dqn_sweep"]
@@ -90,6 +91,7 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     for m, tree in enumerate(params_list):
         model_output(lambda p, obs: mlp(p, obs, act), tree, probe, "q", num_actions,
                      f"envs[{m}]'s observations")
+    keep_freed_memory()  # the float64 Adam temporaries: reuse freed memory, no page faults
     theta, stacked, member_params = _stack(params_list, dtype)
     target_theta, target_stacked, target_member = _stack(params_list, dtype)
     m1, m2, t_adam = np.zeros_like(theta), np.zeros_like(theta), np.zeros(S, dtype=np.int64)
@@ -105,11 +107,10 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
                for s in settings]
     logs = [TrainingLog(envs[m], f"dqn member {m}", total_steps, False, callbacks[m],
                         settings[m]) for m in range(S)]
-    loss_and_grad = ad.value_and_grad(_loss)
 
     obs = np.concatenate([np.asarray(e.reset(seed=s["seed"]), dtype=dtype)
                           for e, s in zip(envs, settings)])
-    q = _q_values(stacked, obs.reshape(S, k, -1), act)
+    q = _stacked_mlp(stacked, obs.reshape(S, k, -1), act)
     if q.shape != (S, k, num_actions):
         raise ValueError(f"params: expected Q-values of shape {(k, num_actions)} per member "
                          f"([n, num_actions]), got {q.shape[1:]}")
@@ -117,11 +118,14 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     next_train, next_update = max(learning_starts, train_freq), train_freq
     losses, q_means = [], []
     phase_lr = np.array(col["lr"], dtype=np.float64)
+    explore = np.zeros((S, k), dtype=bool)
+    random_actions = np.zeros((S, k), dtype=np.int64)
     while step < total_steps:
         # Act: each member draws from its own stream exactly as rc.dqn does.
-        explore = np.stack([rng.random(k) < eps(step) for rng, eps in zip(rngs, epsilons)])
-        random_actions = np.stack([rng.integers(0, num_actions, size=k) for rng in rngs])
-        greedy = np.argmax(_q_values(stacked, obs.reshape(S, k, -1), act), axis=2)
+        for m, (rng, eps) in enumerate(zip(rngs, epsilons)):
+            explore[m] = rng.random(k) < eps(step)
+            random_actions[m] = rng.integers(0, num_actions, size=k)
+        greedy = np.argmax(_stacked_mlp(stacked, obs.reshape(S, k, -1), act), axis=2)
         actions = np.where(explore, random_actions, greedy).reshape(S * k)
         out = env.step(actions)
         for m in range(S):
@@ -140,14 +144,15 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
                      for b, rng in zip(buffers, rngs)]
             b_obs, b_actions, b_rewards, b_next, b_term = (np.stack(x, axis=1) for x in zip(*phase))
             for g in range(gradient_steps):
-                next_online = _q_values(stacked, b_next[g], act)
-                next_target = _q_values(target_stacked, b_next[g], act)
+                next_online = _stacked_mlp(stacked, b_next[g], act)
+                next_target = _stacked_mlp(target_stacked, b_next[g], act)
                 best = np.where(double[:, None], np.argmax(next_online, axis=2),
                                 np.argmax(next_target, axis=2))
                 next_value = np.take_along_axis(next_target, best[..., None], axis=2)[..., 0]
                 targets = (b_rewards[g] + gamma * np.where(b_term[g], 0.0, next_value)
                            ).astype(dtype, copy=False)
-                (_, member_loss, q_mean), grads = loss_and_grad(stacked, b_obs[g], b_actions[g], targets, act)
+                member_loss, q_mean, grads = _loss_and_grads(stacked, b_obs[g], b_actions[g],
+                                                             targets, activation)
                 flat = np.concatenate([np.reshape(x, (S, -1)) for x in ad.tree_leaves(grads)],
                                       axis=1).astype(dtype, copy=False)
                 _clip_rows(flat, max_norm, dtype)
@@ -192,22 +197,34 @@ def _member_settings(total_steps, members, batch_size, learning_starts, train_fr
                             fixed)
 
 
-def _q_values(stacked, obs, act):
-    """``rc.mlp`` on stacked parameters: obs ``[S, B, d]`` -> Q ``[S, B, A]``."""
+def _loss_and_grads(stacked, obs, actions, targets, activation: str):
+    """Each member's ``rc.dqn_loss`` (mean Huber, delta 1) and mean Q of the actions taken, and
+    its gradient, written out: the same numpy operations, in the same order, as the autodiff
+    pass over the stacked networks (so the same bits as ``rc.dqn``), without its bookkeeping,
+    which costs more than the arithmetic at these sizes."""
+    act = _ACTIVATIONS[activation]
+    inputs, pre = [obs], []
     x = obs
     for layer in stacked[:-1]:
-        x = act(x @ layer["w"] + layer["b"])
-    return x @ stacked[-1]["w"] + stacked[-1]["b"]
-
-
-def _loss(stacked, obs, actions, targets, act):
-    """The sum over members of ``rc.dqn_loss`` (so each member's gradient is its own), and
-    each member's loss and mean Q of the actions taken."""
-    q = _q_values(stacked, obs, act)
-    q_taken = ad.take_along_axis(q, actions[..., None], axis=2)[:, :, 0]
-    per_member = ad.mean(huber(q_taken - targets, 1.0), axis=1)
-    return ad.sum(per_member), ad.stop_gradient(per_member), \
-        ad.mean(ad.stop_gradient(q_taken), axis=1)
+        z = x @ layer["w"] + layer["b"]
+        x = act(z)
+        pre.append(z)
+        inputs.append(x)
+    q = x @ stacked[-1]["w"] + stacked[-1]["b"]
+    q_taken = np.take_along_axis(q, actions[..., None], axis=2)[:, :, 0]
+    diff = q_taken - targets
+    # d mean(huber(diff)) / d diff = clip(diff, -1, 1) / B, to the bit as autodiff takes it
+    per_row = np.ones(1, dtype=q.dtype) / diff.shape[1]
+    g = np.zeros_like(q)
+    np.put_along_axis(g, actions[..., None], (np.clip(diff, -1.0, 1.0) * per_row)[..., None],
+                      axis=2)
+    grads = [None] * len(stacked)
+    for i in range(len(stacked) - 1, -1, -1):
+        grads[i] = {"w": np.swapaxes(inputs[i], -1, -2) @ g, "b": g.sum(axis=(1,), keepdims=True)}
+        if i:
+            g = g @ np.swapaxes(stacked[i]["w"], -1, -2)
+            g = g * (pre[i - 1] > 0) if activation == "relu" else g * (1 - inputs[i] * inputs[i])
+    return np.mean(huber(diff, 1.0), axis=1), np.mean(q_taken, axis=1), grads
 
 
 def _clip_rows(flat, max_norm, dtype):

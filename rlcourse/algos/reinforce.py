@@ -298,52 +298,79 @@ def reinforce(env, model, params, total_steps: int, *, lr: float = 1e-2, gamma: 
     adds ``value_loss``: that error on the batch *before* the critic learned from it.
     """
     settings = _checked_settings(**{k: v for k, v in locals().items() if k not in _NOT_SETTINGS})
-    critic_baseline = _baseline_kind(baseline) == "value"
-    if critic_baseline:
-        if not isinstance(params, dict) or set(params) != {"actor", "critic"}:
-            got = sorted(params) if isinstance(params, dict) else type(params).__name__
-            raise ValueError(f"params: baseline='value' needs {{'actor': ..., 'critic': ...}} "
-                             f"(e.g. rc.make_actor_critic), got {got}")
-        learner = Learner(params["actor"], opt or Adam(lr), dtype, max_grad_norm, "params['actor']")
-        critic = Learner(params["critic"], Adam(value_lr), dtype, max_grad_norm,
-                         "params['critic']")
-        current = {"actor": learner.params, "critic": critic.params}
-        value_grad_fn = ad.value_and_grad(_value_loss)
-    else:
-        learner = Learner(params, opt or Adam(lr), dtype, max_grad_norm)
-        current = learner.params
-    rng = agent_rng(seed)
-    n = env.n
-    log = TrainingLog(env, "reinforce", total_steps, progress, callback, settings)
-    grad_fn = ad.value_and_grad(_loss)
+    run = _Run(env, model, params, settings, opt, callback, progress)
     obs = env.reset(seed=seed)
-    model_output(model, current, obs, "actor_critic" if critic_baseline else "logits",
-                 env.num_actions, "env's observations", "; REINFORCE's model returns logits "
-                 "only, or (logits, values) with baseline='value'")
-    while log.steps < total_steps:
-        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, current, rng, obs)
-        log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))
+    run.check_model(obs)
+    while run.log.steps < total_steps:
+        b_obs, b_actions, b_rewards, mask, obs = collect_episodes(env, model, run.params, run.rng,
+                                                                  obs)
+        if not run.learn(b_obs, b_actions, b_rewards, mask):
+            break
+    return run.log.result(run.params)
+
+
+class _Run:
+    """One REINFORCE run's learning state: its learner (and critic), random stream and log.
+
+    ``learn`` is one update on a batch of whole episodes, as :func:`reinforce` makes it;
+    ``rc.reinforce_sweep`` drives several of these with one batched network pass.
+    """
+
+    def __init__(self, env, model, params, settings: dict, opt, callback, progress,
+                 name: str = "reinforce"):
+        self.model, self.settings = model, settings
+        self.critic_baseline = _baseline_kind(settings["baseline"]) == "value"
+        dtype, max_grad_norm = np.dtype(settings["dtype"]), settings["max_grad_norm"]
+        if self.critic_baseline:
+            if not isinstance(params, dict) or set(params) != {"actor", "critic"}:
+                got = sorted(params) if isinstance(params, dict) else type(params).__name__
+                raise ValueError(f"params: baseline='value' needs {{'actor': ..., 'critic': ...}} "
+                                 f"(e.g. rc.make_actor_critic), got {got}")
+            self.learner = Learner(params["actor"], opt or Adam(settings["lr"]), dtype,
+                                   max_grad_norm, "params['actor']")
+            self.critic = Learner(params["critic"], Adam(settings["value_lr"]), dtype,
+                                  max_grad_norm, "params['critic']")
+            self.params = {"actor": self.learner.params, "critic": self.critic.params}
+            self.value_grad_fn = ad.value_and_grad(_value_loss)
+        else:
+            self.learner = Learner(params, opt or Adam(settings["lr"]), dtype, max_grad_norm)
+            self.params = self.learner.params
+        self.rng = agent_rng(settings["seed"])
+        self.n, self.dtype = env.n, dtype
+        self.log = TrainingLog(env, name, settings["total_steps"], progress, callback, settings)
+        self.grad_fn = ad.value_and_grad(_loss)
+
+    def check_model(self, obs, env_name: str = "env") -> None:
+        """The model's output on the first observations fits the env (else a clear error)."""
+        model_output(self.model, self.params, obs,
+                     "actor_critic" if self.critic_baseline else "logits", self.log.env.num_actions,
+                     f"{env_name}'s observations", "; REINFORCE's model returns logits only, or "
+                     "(logits, values) with baseline='value'")
+
+    def learn(self, b_obs, b_actions, b_rewards, mask) -> bool:
+        """One update on ``[T, n]`` episode columns; False if the callback asked to stop."""
+        s, dtype, current = self.settings, self.dtype, self.params
+        self.log.record_episodes(np.where(mask, b_rewards, 0.0).sum(axis=0), mask.sum(axis=0))
         steps_obs = b_obs[mask].astype(dtype, copy=False)
         values, diagnostics = None, {}
-        if critic_baseline:
+        if self.critic_baseline:
             values = np.zeros(mask.shape)
-            values[mask] = np.asarray(model(current, steps_obs)[1])
-        weights = reinforce_weights(b_rewards, mask, gamma, reward_to_go, baseline, discount_steps,
-                                    values)
-        loss, grads = grad_fn(current, model, steps_obs, b_actions[mask],
-                              weights[mask].astype(dtype), n)
-        grad_norm = learner.step(grads["actor"] if critic_baseline else grads)
-        if critic_baseline:
-            returns = reinforce_weights(b_rewards, mask, gamma, True, False)[mask].astype(dtype)
-            for k in range(value_steps):
-                value_loss, value_grads = value_grad_fn(current, model, steps_obs, returns)
-                critic.step(value_grads["critic"])
+            values[mask] = np.asarray(self.model(current, steps_obs)[1])
+        weights = reinforce_weights(b_rewards, mask, s["gamma"], s["reward_to_go"], s["baseline"],
+                                    s["discount_steps"], values)
+        loss, grads = self.grad_fn(current, self.model, steps_obs, b_actions[mask],
+                                   weights[mask].astype(dtype), self.n)
+        grad_norm = self.learner.step(grads["actor"] if self.critic_baseline else grads)
+        if self.critic_baseline:
+            returns = reinforce_weights(b_rewards, mask, s["gamma"], True, False)[mask].astype(dtype)
+            for k in range(s["value_steps"]):
+                value_loss, value_grads = self.value_grad_fn(current, self.model, steps_obs,
+                                                             returns)
+                self.critic.step(value_grads["critic"])
                 if k == 0:
                     diagnostics["value_loss"] = float(value_loss)
-        if not log.end_update(current, last=log.steps >= total_steps, loss=loss,
-                              grad_norm=grad_norm, **diagnostics):
-            break
-    return log.result(current)
+        return self.log.end_update(current, last=self.log.steps >= s["total_steps"], loss=loss,
+                                   grad_norm=grad_norm, **diagnostics)
 
 
 _NOT_SETTINGS = ("model", "params", "opt", "callback", "progress")

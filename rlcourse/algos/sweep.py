@@ -204,6 +204,15 @@ def _stack(params_list, dtype):
     return theta, stacked, member
 
 
+def _stacked_mlp(stacked, obs, act):
+    """``rc.mlp`` on stacked layers (``w [S, in, out]``, ``b [S, 1, out]``): obs ``[S, B, d]``
+    -> ``[S, B, out]``, the same operations as ``rc.mlp`` batched over members."""
+    x = obs
+    for layer in stacked[:-1]:
+        x = act(x @ layer["w"] + layer["b"])
+    return x @ stacked[-1]["w"] + stacked[-1]["b"]
+
+
 def _forward(params, obs):
     """make_actor_critic's model on stacked parameters: obs ``[S, B, d]`` -> logits ``[S, B, A]``,
     values ``[S, B]`` (the same operations as ``rc.mlp``, batched over members)."""
@@ -405,6 +414,9 @@ def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype, step_dtype=No
     step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(step_dtype)[:, None]
     eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(step_dtype)[:, None]
     new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
+    if active.all():  # the usual case: no member has stopped early
+        theta[...], m1[...], m2[...], t[...] = new_theta, new_m1, new_m2, t_new
+        return
     rows = active[:, None]
     theta[...] = np.where(rows, new_theta, theta)
     m1[...] = np.where(rows, new_m1, m1)

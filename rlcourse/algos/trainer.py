@@ -141,7 +141,11 @@ class TrainingLog:
     def record_steps(self, terminated: np.ndarray, truncated: np.ndarray) -> None:
         """``T`` vector steps were taken (``[T, n]`` flags, or ``[n]`` for one step): count
         them, and take the returns of the episodes that ended from ``env.episode_returns``."""
-        done = np.atleast_2d(np.asarray(terminated) | np.asarray(truncated))
+        done = np.asarray(terminated) | np.asarray(truncated)
+        if not done.any():  # the usual step: nothing ended
+            self.steps += done.size
+            return
+        done = np.atleast_2d(done)
         ended = int(done.sum())
         if ended:
             n = done.shape[1]

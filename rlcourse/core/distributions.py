@@ -42,11 +42,20 @@ def categorical_sample(logits, rng: np.random.Generator) -> np.ndarray:
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a np.random.Generator, got {type(rng).__name__}")
-    probs = ad.softmax(_checked(logits)[0])
-    cdf = np.cumsum(probs, axis=-1)
-    u = rng.random(probs.shape[:-1]) * cdf[..., -1]  # scaled by the total: rounding never overshoots
+    cdf = _categorical_cdf(logits)
+    return _inverse_cdf(cdf, rng.random(cdf.shape[:-1]))
+
+
+def _categorical_cdf(logits) -> np.ndarray:
+    """The cumulative probabilities ``[..., A]`` of ``softmax(logits)`` along the last axis."""
+    return np.cumsum(ad.softmax(_checked(logits)[0]), axis=-1)
+
+
+def _inverse_cdf(cdf: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """The action of each row of ``cdf [..., A]`` for its draw ``uniform [...]`` in [0, 1)."""
+    u = uniform * cdf[..., -1]  # scaled by the total: rounding never overshoots
     actions = (u[..., None] >= cdf).sum(axis=-1)
-    return np.minimum(actions, probs.shape[-1] - 1).astype(np.int64)
+    return np.minimum(actions, cdf.shape[-1] - 1).astype(np.int64)
 
 
 def categorical_log_prob(logits, actions):
