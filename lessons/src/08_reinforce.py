@@ -328,6 +328,12 @@ assert z_peek > 4.5
 # critic (a 4-32-1 tanh network fitted to $G_t$ by 10 Adam steps on each batch, after the
 # batch's weights were computed, so no step's baseline has seen its own return). The fourth
 # weights by the unbiased $\gamma^t G_t$, with the leave-one-out baseline.
+#
+# Twelve runs one after another would take about a minute. `rc.reinforce_sweep` runs them side
+# by side: at each step one batched pass of the twelve policies and one CartPole computation for
+# their 192 copies, and each run learns as soon as its own 16 episodes have ended. Each keeps its
+# own seed, random stream, optimiser and critic, so each is the run `rc.reinforce` makes, to the
+# last bit; the cell checks that on two short runs (and `tests/test_sweep.py` on every setting).
 
 # %%
 def policy_net(params, obs):
@@ -338,15 +344,35 @@ VARIANTS = {"no baseline": dict(baseline=False), "leave-one-out": dict(baseline=
             "learned critic": dict(baseline="value"),
             "gamma^t G_t, leave-one-out": dict(baseline=True, discount_steps=True)}
 RUN_SEEDS = (0, 1, 2)
+
+
+def network(name, seed):
+    if VARIANTS[name]["baseline"] == "value":  # the same actor as the others, plus a critic
+        return rc.make_actor_critic(4, 2, hidden=(32,), seed=seed)
+    return policy_net, rc.mlp_init([4, 32, 2], seed=seed, out_scale=0.01)
+
+
+def train(grid, steps):
+    """rc.reinforce_sweep: the runs of grid side by side, each the run rc.reinforce makes."""
+    return rc.reinforce_sweep([rc.CartPole(n=16) for _ in grid], [network(*run)[1] for run in grid],
+                              steps, [dict(seed=seed, **VARIANTS[name]) for name, seed in grid], lr=1e-2)
+
+
+grid = [(name, seed) for name in VARIANTS for seed in RUN_SEEDS]
 runs = {name: [] for name in VARIANTS}
-for name, kind in VARIANTS.items():
-    for seed in RUN_SEEDS:
-        if kind["baseline"] == "value":  # the same actor as the others, plus a critic
-            model, params = rc.make_actor_critic(4, 2, hidden=(32,), seed=seed)
-        else:
-            model, params = policy_net, rc.mlp_init([4, 32, 2], seed=seed, out_scale=0.01)
-        runs[name].append(rc.reinforce(rc.CartPole(n=16), model, params, 200_000, lr=1e-2, seed=seed,
-                                       **kind))
+for (name, _), result in zip(grid, train(grid, 200_000)):
+    runs[name].append(result)
+
+# Is a sweep member rc.reinforce's run? Two of the twelve, short, both ways.
+pair = [("learned critic", 1), ("no baseline", 2)]
+alone = [rc.reinforce(rc.CartPole(n=16), *network(name, seed), 5_000, lr=1e-2, seed=seed, **VARIANTS[name])
+         for name, seed in pair]
+for (name, seed), a, b in zip(pair, alone, train(pair, 5_000)):
+    same = (all(np.array_equal(x, y) for x, y in zip(rc.tree_leaves(a.params), rc.tree_leaves(b.params)))
+            and np.array_equal(a.episode_returns, b.episode_returns))
+    print(f"{name}, seed {seed}: rc.reinforce alone and in the sweep give identical params and "
+          f"episode returns after {a.steps:,d} steps: {same}")
+    assert same
 start_same = np.allclose(rc.make_actor_critic(4, 2, hidden=(32,), seed=0)[1]["actor"][0]["w"],
                          rc.mlp_init([4, 32, 2], seed=0, out_scale=0.01)[0]["w"])
 print(f"the critic variant's actor starts from the same weights as the others: {start_same}")
