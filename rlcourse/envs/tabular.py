@@ -180,7 +180,14 @@ class TabularMDP(EpisodeStats):
         return Step(nxt, reward, terminated, truncated, final_obs)
 
     def _step_one(self, action: int) -> Step:
-        """``step`` for one copy with Python scalars; the same draws as the array path."""
+        """``step`` for one copy: :meth:`_step_scalars` as arrays ``[1]``."""
+        obs, reward, terminated, truncated, final_obs = self._step_scalars(action)
+        return Step(np.array([obs]), np.array([reward]), np.array([terminated]),
+                    np.array([truncated]), np.array([final_obs]))
+
+    def _step_scalars(self, action: int) -> tuple:
+        """One step of a one-copy env, with Python scalars: ``(obs, reward, terminated,
+        truncated, final_obs)``, the same draws as the array path. ``action`` must be valid."""
         row = int(self._state[0]) * self.num_actions + action
         nxt = bisect.bisect_right(self._cdf_rows[row], self._rng.random())
         reward = self._reward_rows[row][nxt]
@@ -188,10 +195,9 @@ class TabularMDP(EpisodeStats):
         self._ret[0] += reward
         length = self._len[0] = self._len[0] + 1
         truncated = self.max_steps is not None and length >= self.max_steps
-        final_obs = np.array([nxt])
+        final_obs = nxt
         if terminated or truncated:
             self._finish_one()
             nxt = bisect.bisect_right(self._start_cdf_list, self._rng.random())
         self._state[0] = nxt
-        return Step(np.array([nxt]), np.array([reward]), np.array([terminated]),
-                    np.array([truncated]), final_obs)
+        return nxt, reward, terminated, truncated, final_obs

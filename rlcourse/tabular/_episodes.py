@@ -23,6 +23,7 @@ import weakref
 import numpy as np
 
 from ..core._checks import agent_rng, as_float_array, check_distribution, check_shape
+from ..envs.tabular import TabularMDP
 
 __all__: list[str] = []  # private helpers of the tabular learners
 
@@ -112,14 +113,20 @@ def _start(env, seed, rng=None):
 
 def _step(env, action_buffer, action):
     """One env step as Python scalars: ``(obs, reward, terminated, truncated, final_obs)``."""
-    action_buffer[0] = action
-    st = env.step(action_buffer)
-    steps = 0 if (st.terminated[0] or st.truncated[0]) else _episode_steps.get(env, 0) + 1
+    if type(env).step is TabularMDP.step and env.n == 1 and env._was_reset and \
+            isinstance(action, (int, np.integer)) and 0 <= action < env.num_actions:
+        # one copy of a tabular env: the same step without building and unpacking arrays
+        obs, reward, terminated, truncated, final_obs = env._step_scalars(int(action))
+    else:
+        action_buffer[0] = action
+        st = env.step(action_buffer)
+        obs, reward, terminated, truncated, final_obs = (st.obs[0], st.reward[0], st.terminated[0],
+                                                         st.truncated[0], st.final_obs[0])
+    steps = 0 if (terminated or truncated) else _episode_steps.get(env, 0) + 1
     if steps >= MAX_EPISODE_STEPS:
         raise _endless(steps)
     _episode_steps[env] = steps
-    return (int(st.obs[0]), float(st.reward[0]), bool(st.terminated[0]), bool(st.truncated[0]),
-            int(st.final_obs[0]))
+    return int(obs), float(reward), bool(terminated), bool(truncated), int(final_obs)
 
 
 def _sample(cdf_row, rng) -> int:
