@@ -75,6 +75,19 @@ def test_stub_keeps_signature_and_docstring_and_raises_with_hint():
     assert "x * 2" not in stub
 
 
+def test_stub_solution_gives_each_exercise_function_its_own_hint():
+    """A cell with two exercises' functions: each stub names its own exercise's hint (review 07f:
+    tau_for_period's stub carried polyak_mean_lag's)."""
+    source = "def lag(tau):\n    return 1 / tau\n\n\ndef period(n):\n    return 2 / (n + 1)\n"
+    stub = stub_solution(source, hint="first", hints={"period": "the second one"})
+    namespace = {}
+    exec(stub, namespace)
+    with pytest.raises(NotImplementedError, match="Hint: first"):
+        namespace["lag"](0.5)
+    with pytest.raises(NotImplementedError, match="Hint: the second one"):
+        namespace["period"](3)
+
+
 def test_student_copy_blanks_solutions_and_keeps_checks(tmp_path):
     written = student_copy(tmp_path, LESSONS)
     assert [p.name for p in written] == [p.name for p in find_lessons(LESSONS)]

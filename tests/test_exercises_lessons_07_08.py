@@ -42,6 +42,9 @@ DQN_TARGETS_WRONG = {
     "masks the reward too": (_targets(_double, mask_reward=True), "still earned its reward"),
     "max of the target net": (_targets(lambda o, t, d: t.max(axis=1)), "you took max_a Q_target"),
     "max of the online net": (_targets(lambda o, t, d: o.max(axis=1)), "online net's own max"),
+    "plain DQN from the online net's max": (  # review 07f, G6: the message must not talk of Double
+        _targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)] if d else o.max(axis=1)),
+        "plain DQN (double=False) takes the target net's max"),
     "roles swapped": (_targets(lambda o, t, d: o[_rows(o), np.argmax(t, axis=1)] if d else t.max(1)),
                       "roles are swapped"),
     "always double": (_targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)]),
@@ -265,6 +268,8 @@ STABLE_WRONG = {
     "not clipped at 0": (lambda a: (0.5 - 1 / a, 0.5), "clip it at 0"),
     "factor 2": (lambda a: (max(0.0, 0.5 - 2 / a), 0.5), "exactly"),
     "a grid": (lambda a: (round(max(0.0, 0.5 - 1 / a) + 0.01, 2), 0.5), "close but not exact"),
+    # review 07f, G6: at alpha <= 2 the lower end is the clip at 0, not the inequality
+    "a strict lower end": (lambda a: (max(0.0, 0.5 - 1 / a) + 1e-3, 0.5), "the lower end is 0"),
     "a number": (lambda a: 0.5, "return the pair"),
     "symmetric around 1/2": (lambda a: (max(0.0, 0.5 - 1 / a), min(1.0, 0.5 + 1 / a)), "not symmetric"),
     "upper end 1": (lambda a: (max(0.0, 0.5 - 1 / a), 1.0), "exceeds 1 and w grows"),

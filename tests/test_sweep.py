@@ -320,3 +320,15 @@ def test_reinforce_sweep_bad_arguments_raise():
     with pytest.raises(ValueError, match="activation"):
         rc.reinforce_sweep(envs, [rc.make_actor_critic(4, 2, hidden=(8,), seed=s)[1] for s in (0, 1)],
                            100, [dict(seed=0), dict(seed=1)], activation="relu")
+
+
+def test_dqn_sweep_refuses_an_activation_whose_derivative_it_does_not_know(monkeypatch):
+    """The sweep writes the backward pass out by hand: a new activation in rc.mlp's table must
+    not be differentiated as another one (review 07f, G5)."""
+    from rlcourse.core import nn
+
+    monkeypatch.setitem(nn._ACTIVATIONS, "sigmoid", rc.sigmoid)
+    assert rc.mlp(rc.mlp_init([4, 3, 2]), np.zeros((1, 4)), "sigmoid").shape == (1, 2)
+    with pytest.raises(ValueError, match="activation"):
+        rc.dqn_sweep([rc.CartPole(), rc.CartPole()], rc.mlp_init([4, 8, 2]), 200,
+                     [dict(seed=0), dict(seed=1)], activation="sigmoid")

@@ -69,8 +69,8 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     settings = _member_settings(total_steps, members, batch_size, learning_starts, train_freq,
                                 gradient_steps, dtype, shared)
     S = len(settings)
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+    if activation not in _ACTIVATION_GRADS:
+        raise ValueError(f"activation: expected one of {sorted(_ACTIVATION_GRADS)}, got {activation!r}")
     act = _ACTIVATIONS[activation]
     if not isinstance(envs, (list, tuple)) or len(envs) != S:
         raise ValueError(f"envs: expected a list of one env per member ({S}), got "
@@ -197,6 +197,11 @@ def _member_settings(total_steps, members, batch_size, learning_starts, train_fr
                             fixed)
 
 
+# g times each activation's derivative, written as autodiff's relu and tanh write it (input z,
+# output y); an activation without an entry here is refused by dqn_sweep.
+_ACTIVATION_GRADS = {"relu": lambda g, z, y: g * (z > 0), "tanh": lambda g, z, y: g * (1 - y * y)}
+
+
 def _loss_and_grads(stacked, obs, actions, targets, activation: str):
     """Each member's ``rc.dqn_loss`` (mean Huber, delta 1) and mean Q of the actions taken, and
     its gradient, written out: the same numpy operations, in the same order, as the autodiff
@@ -223,7 +228,7 @@ def _loss_and_grads(stacked, obs, actions, targets, activation: str):
         grads[i] = {"w": np.swapaxes(inputs[i], -1, -2) @ g, "b": g.sum(axis=(1,), keepdims=True)}
         if i:
             g = g @ np.swapaxes(stacked[i]["w"], -1, -2)
-            g = g * (pre[i - 1] > 0) if activation == "relu" else g * (1 - inputs[i] * inputs[i])
+            g = _ACTIVATION_GRADS[activation](g, pre[i - 1], inputs[i])
     return np.mean(huber(diff, 1.0), axis=1), np.mean(q_taken, axis=1), grads
 
 

@@ -122,20 +122,24 @@ _CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"']([^\"']+)[\"']")
 _ASSERTED_CHECK = re.compile(r"^(\s*)assert\s+(.*exercises\.check\(.*)$", re.M)
 
 
-def stub_solution(source: str, hint: str = "") -> str:
+def stub_solution(source: str, hint: str = "", hints: dict | None = None) -> str:
     """Replace the bodies of the functions in a solution cell by ``raise NotImplementedError``.
 
     Signatures and docstrings stay, so the exercise check can still call the reader's function;
     top-level assignments (answers computed in the cell) become ``name = None``. The first line
-    is a comment with the exercise's hint.
+    is a comment with the exercise's hint; a function named like an exercise in ``hints`` (name
+    -> hint) carries that exercise's own hint, the others ``hint``.
     """
     tree = ast.parse(source)
     message = "Exercise: write this." + (f" Hint: {hint}" if hint else "")
+    hints = hints or {}
     body = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             keep = [node.body[0]] if ast.get_docstring(node) else []
-            raise_stmt = ast.parse(f"raise NotImplementedError({message!r})").body[0]
+            own = hints.get(node.name)
+            said = f"Exercise: write this. Hint: {own}" if own else message
+            raise_stmt = ast.parse(f"raise NotImplementedError({said!r})").body[0]
             node.body = keep + [raise_stmt]
             body.append(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -177,7 +181,8 @@ def _student_edition(path: Path) -> dict:
             name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
                          for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
             hint = _REGISTRY[name].hint if name in _REGISTRY else ""
-            cell["source"] = stub_solution(source, hint)
+            cell["source"] = stub_solution(source, hint, {n: e.hint for n, e in _REGISTRY.items()
+                                                          if e.hint})
         if _CHECK_CALL.search(source) and "solution" not in tags:
             cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
         if "solution" in tags or _CHECK_CALL.search(source):

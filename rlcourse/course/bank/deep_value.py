@@ -109,6 +109,9 @@ def _dqn_targets_explain(case, got, expected):
         return ("you took max_a Q_target(s', a): Double DQN picks a* = argmax Q_online(s') and "
                 "evaluates Q_target(s', a*)")
     if used == "max_online":
+        if not double:
+            return ("you bootstrapped from the online net's own max: plain DQN (double=False) "
+                    "takes the target net's max, max_a Q_target(s', a)")
         return ("you bootstrapped from the online net's own max: the value must come from the "
                 "target net (Double DQN: the online net only *selects* a*)")
     if used == "swapped":
@@ -476,6 +479,9 @@ def _stable_low_reason(alpha, low, right):
     if np.isclose(low, max(0.0, 0.5 - 2 / alpha)) or np.isclose(low, max(0.0, 0.5 - 0.5 / alpha)):
         return ("the lower end: solve 1 + alpha (2 gamma - 1) >= -1 exactly: gamma >= 1/2 - "
                 "1/alpha")
+    if right == 0.0 and low > 0.0:
+        return ("the lower end is 0: with alpha <= 2 the factor 1 + alpha (2 gamma - 1) stays at "
+                "or above -1 for every gamma in [0, 1], so no small gamma overshoots")
     if abs(low - right) < 0.02:
         return ("the lower end is close but not exact: solve 1 + alpha (2 gamma - 1) >= -1 for "
                 "gamma exactly (the end itself is included)")
