@@ -26,7 +26,7 @@ from ..core._checks import agent_rng
 from ..core.blas import single_thread_blas
 from ..core.heap import keep_freed_memory
 from ..core.losses import huber
-from ..core.nn import _ACTIVATIONS, mlp
+from ..core.nn import mlp
 from ..core.optim import linear_schedule
 from . import dqn as _dqn
 from .sweep import _adam, _EnvList, _stack, _stacked_mlp, members_settings
@@ -69,9 +69,10 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     settings = _member_settings(total_steps, members, batch_size, learning_starts, train_freq,
                                 gradient_steps, dtype, shared)
     S = len(settings)
-    if activation not in _ACTIVATION_GRADS:
-        raise ValueError(f"activation: expected one of {sorted(_ACTIVATION_GRADS)}, got {activation!r}")
-    act = _ACTIVATIONS[activation]
+    if activation not in _ACTIVATIONS_BY_HAND:
+        raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS_BY_HAND)}, got "
+                         f"{activation!r}")
+    act = _ACTIVATIONS_BY_HAND[activation][0]
     if not isinstance(envs, (list, tuple)) or len(envs) != S:
         raise ValueError(f"envs: expected a list of one env per member ({S}), got "
                          f"{type(envs).__name__}")
@@ -89,7 +90,7 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     dtype = np.dtype(dtype)
     probe = np.zeros((1, *obs_shape), dtype=dtype)
     for m, tree in enumerate(params_list):
-        model_output(lambda p, obs: mlp(p, obs, act), tree, probe, "q", num_actions,
+        model_output(lambda p, obs: mlp(p, obs, activation), tree, probe, "q", num_actions,
                      f"envs[{m}]'s observations")
     keep_freed_memory()  # the float64 Adam temporaries: reuse freed memory, no page faults
     theta, stacked, member_params = _stack(params_list, dtype)
@@ -119,6 +120,7 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     losses, q_means = [], []
     phase_lr = np.array(col["lr"], dtype=np.float64)
     explore = np.zeros((S, k), dtype=bool)
+    member_rows = [slice(m * k, (m + 1) * k) for m in range(S)]
     random_actions = np.zeros((S, k), dtype=np.int64)
     while step < total_steps:
         # Act: each member draws from its own stream exactly as rc.dqn does.
@@ -127,13 +129,12 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
             random_actions[m] = rng.integers(0, num_actions, size=k)
         greedy = np.argmax(_stacked_mlp(stacked, obs.reshape(S, k, -1), act), axis=2)
         actions = np.where(explore, random_actions, greedy).reshape(S * k)
-        out = env.step(actions)
-        for m in range(S):
-            rows = slice(m * k, (m + 1) * k)
-            buffers[m].add(obs[rows], actions[rows], out.reward[rows], out.final_obs[rows],
-                           out.terminated[rows])
-            logs[m].record_steps(out.terminated[rows], out.truncated[rows])
-        obs = out.obs if out.obs.dtype == dtype else out.obs.astype(dtype)
+        outs = [member_env.step(actions[rows]) for member_env, rows in zip(envs, member_rows)]
+        for m, (out, rows) in enumerate(zip(outs, member_rows)):
+            buffers[m].add(obs[rows], actions[rows], out.reward, out.final_obs, out.terminated)
+            logs[m].record_steps(out.terminated, out.truncated)
+        obs = np.concatenate([out.obs for out in outs])
+        obs = obs if obs.dtype == dtype else obs.astype(dtype)
         step += k
         if step >= next_train:
             next_train += train_freq
@@ -197,9 +198,12 @@ def _member_settings(total_steps, members, batch_size, learning_starts, train_fr
                             fixed)
 
 
-# g times each activation's derivative, written as autodiff's relu and tanh write it (input z,
-# output y); an activation without an entry here is refused by dqn_sweep.
-_ACTIVATION_GRADS = {"relu": lambda g, z, y: g * (z > 0), "tanh": lambda g, z, y: g * (1 - y * y)}
+# Each activation as autodiff's relu and tanh compute it on arrays, and g times its derivative as
+# their backward pass writes it (input z, output y); dqn_sweep refuses an activation not listed.
+_ACTIVATIONS_BY_HAND = {
+    "relu": (lambda v: np.maximum(v, 0), lambda g, z, y: g * (z > 0)),
+    "tanh": (np.tanh, lambda g, z, y: g * (1 - y * y)),
+}
 
 
 def _loss_and_grads(stacked, obs, actions, targets, activation: str):
@@ -207,7 +211,7 @@ def _loss_and_grads(stacked, obs, actions, targets, activation: str):
     its gradient, written out: the same numpy operations, in the same order, as the autodiff
     pass over the stacked networks (so the same bits as ``rc.dqn``), without its bookkeeping,
     which costs more than the arithmetic at these sizes."""
-    act = _ACTIVATIONS[activation]
+    act, derivative = _ACTIVATIONS_BY_HAND[activation]
     inputs, pre = [obs], []
     x = obs
     for layer in stacked[:-1]:
@@ -228,7 +232,7 @@ def _loss_and_grads(stacked, obs, actions, targets, activation: str):
         grads[i] = {"w": np.swapaxes(inputs[i], -1, -2) @ g, "b": g.sum(axis=(1,), keepdims=True)}
         if i:
             g = g @ np.swapaxes(stacked[i]["w"], -1, -2)
-            g = _ACTIVATION_GRADS[activation](g, pre[i - 1], inputs[i])
+            g = derivative(g, pre[i - 1], inputs[i])
     return np.mean(huber(diff, 1.0), axis=1), np.mean(q_taken, axis=1), grads
 
 
