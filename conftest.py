@@ -5,7 +5,9 @@ file when it is free. Files in collection order leave the longest lessons (sever
 runs each) to the end, where one worker runs them while the others wait. So the lessons go
 first, the longest first, by the seconds ``tools/build_lessons.py`` last measured for each
 (``tools/lesson_seconds.json``); the test files follow in their usual order. The order inside
-a file is kept: nbval runs a notebook's cells top to bottom.
+a file is kept: nbval runs a notebook's cells top to bottom. (``--no-loadscope-reorder`` in
+pyproject.toml keeps xdist from reordering the files by their number of tests: a lesson's
+cells are few, however long they run.)
 """
 
 import json

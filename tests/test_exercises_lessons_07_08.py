@@ -593,7 +593,8 @@ def test_corridor_learned_p_rejects(answer, diagnosis, capsys):
 
 
 def test_corridor_learned_p_accepts_an_ascent_on_the_checkers_streams(capsys):
-    assert abs(exercises.get("corridor_learned_p").reference(0.9, None) - 0.597) < 1e-9
+    ideal = exercises.get("corridor_learned_p").reference(0.9, None)
+    assert abs(1 / (1 + np.exp(-ideal[20:].mean())) - 0.597) < 1e-9
     accepted("corridor_learned_p", _ascent(), capsys)
 
 
@@ -662,3 +663,16 @@ def test_lesson_07_benchmark_scores_are_the_comment_above_dqn_cartpole():
     scores = " ".join(x.strip() for x in quoted.split(","))
     comment = " ".join((root / "rlcourse" / "algos" / "dqn.py").read_text().replace("#", " ").split())
     assert f"({scores})" in comment
+
+
+@pytest.mark.parametrize("answer,diagnosis", [(63.5, "hard copy's"), (128, "N - 1, not N"),
+                                              ("127", None), (None, None)])
+def test_polyak_lag_one_over_n_rejects(answer, diagnosis, capsys):
+    """Review 07f, G7: the question after the Polyak exercises is answered and checked."""
+    assert not exercises.check("polyak_lag_one_over_n", answer)
+    if diagnosis:
+        assert diagnosis in capsys.readouterr().out
+
+
+def test_polyak_lag_one_over_n_accepts_the_lag(capsys):
+    accepted("polyak_lag_one_over_n", 127.0, capsys)

@@ -902,7 +902,6 @@ for t in range(1, 20 * period + 1):  # the online weight is t after step t
 polyak_lag, hard_lag = np.mean(lags[-10 * period:], axis=0)  # over the last 10 periods
 print(f"N = {period}: tau {tau:.4f}; mean lag simulated: Polyak {polyak_lag:.2f}, hard copy {hard_lag:.2f}; "
       f"polyak_mean_lag(tau) {polyak_mean_lag(tau):.2f}")
-lag_one_over_n = polyak_mean_lag(1 / period)  # the question below
 
 # %%
 assert rc.exercises.check("polyak_mean_lag", polyak_mean_lag)
@@ -911,14 +910,16 @@ assert rc.exercises.check("tau_for_period", tau_for_period)
 # %% [markdown]
 # Compare your `tau_for_period(N)` with the rule of thumb "a soft update with `tau` is like a
 # hard copy every $1/\tau$ steps": by your `polyak_mean_lag`, how far behind does `tau = 1/N`
-# leave the target, against the hard copy's $(N-1)/2$? (Your solution cell computed it as
-# `lag_one_over_n` for $N = 128$; the cell below checks your answer.) The two targets still
-# differ in kind: the hard copy jumps and then stands still, the Polyak target never stands still.
+# leave the target, against the hard copy's $(N-1)/2$? Answer for $N = 128$ as
+# `lag_one_over_n` (in steps). The two targets still differ in kind: the hard copy jumps and
+# then stands still, the Polyak target never stands still.
+
+# %% tags=["solution"]
+lag_one_over_n = polyak_mean_lag(1 / 128)
+print(f"tau = 1/128: mean lag {lag_one_over_n:.1f} steps, against the hard copy's {(128 - 1) / 2}")
 
 # %%
-if lag_one_over_n is not None:  # None until your solution cell has run
-    print(f"tau = 1/N, N = 128: mean lag {lag_one_over_n:.1f} steps; the hard copy's (N - 1)/2 = 63.5")
-    assert np.isclose(lag_one_over_n, 127), "(1 - tau) / tau at tau = 1/N is N - 1: twice the hard copy's lag"
+assert rc.exercises.check("polyak_lag_one_over_n", lag_one_over_n)
 
 # %% tags=["solution"]
 def n_step_dqn_targets(rewards, terminated, next_q_target, gamma):

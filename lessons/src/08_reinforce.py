@@ -581,7 +581,7 @@ for draw in range(1, 5):
     d_S = rc.policy_gradient_estimate(linear_policy, W, d_obs, d_acts, d_mask.astype(float), d_mask,
                                       per_episode=True)
     d_sq = (d_S**2).sum(axis=1)
-    b_draw = best_constant_baseline(d_sq, d_whole)
+    b_draw = np.sum(d_sq * d_whole) / np.sum(d_sq)  # b*, as above
     var_mean, var_best = ((d_S * (d_whole - b)[:, None]).var(axis=0).sum() for b in (d_whole.mean(), b_draw))
     correlations.append(np.corrcoef(d_sq, d_whole)[0, 1])
     gains.append(var_mean / var_best)

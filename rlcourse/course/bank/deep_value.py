@@ -455,6 +455,24 @@ register(
 # ------------------------------------------------------------------ hard: stable_gamma_range
 
 
+def _lag_one_over_n_explain(case, got, expected):
+    got = _number(got)
+    if got is None:
+        return "one number: the mean lag in steps"
+    if np.isclose(got, 63.5):
+        return "that is the hard copy's (N - 1) / 2; the question is the Polyak target's lag at tau = 1/N"
+    if np.isclose(got, 128.0):
+        return "(1 - tau) / tau at tau = 1/N is N - 1, not N: the newest weights are 0 steps old"
+    return None
+
+
+register(
+    "polyak_lag_one_over_n", lambda: 127.0, [Case("tau = 1/N, N = 128")],
+    explain=_lag_one_over_n_explain,
+    hint="your polyak_mean_lag at tau = 1/128",
+)
+
+
 def _stable_gamma_reference(alpha):
     return (max(0.0, 0.5 - 1.0 / alpha), 0.5)
 
@@ -994,7 +1012,10 @@ def _learned_p_cases():
 
 
 def _learned_p_reference(gamma, rng):
-    return _corridor_best_p(gamma)
+    """The ideal run: theta climbs to the best theta in 20 steps and stays (it draws nothing)."""
+    best = _corridor_best_p(gamma)
+    top = float(np.log(best / (1.0 - best)))
+    return np.concatenate([np.linspace(top / 20, top, 20), np.full(20, top)])
 
 
 def _learned_p(thetas):
@@ -1010,6 +1031,7 @@ def _learned_p(thetas):
 
 
 def _learned_p_compare(got, expected):
+    expected = _learned_p(expected)  # the best p (the reference run ends there)
     p = _learned_p(got)
     if p is None:
         return f"expected the array of theta after each of at least 10 ascent steps, got {got!r}"
@@ -1022,6 +1044,7 @@ def _learned_p_compare(got, expected):
 
 
 def _learned_p_explain(case, got, expected):
+    expected = _learned_p(expected)
     p = _learned_p(got)
     if p is None:
         return ("return the whole run: an array with theta after each ascent step (at least 10 "
