@@ -88,6 +88,22 @@ def test_stub_solution_gives_each_exercise_function_its_own_hint():
         namespace["period"](3)
 
 
+def test_a_function_checked_under_an_exercise_name_gets_that_exercises_hint():
+    """Lesson 08 checks corridor_ascent as corridor_learned_p: its stub carries that exercise's
+    hint, not the hint of the first check after the cell (review 0708g, H3)."""
+    from rlcourse.course.cli import _student_edition
+    from rlcourse.course.exercises import get
+
+    nb = _student_edition(LESSONS / "08_reinforce.ipynb")
+    stub = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "def corridor_ascent" in "".join(c["source"]))
+    namespace = {}
+    exec(stub, namespace)
+    with pytest.raises(NotImplementedError) as raised:
+        namespace["corridor_ascent"](0.9, None)
+    assert get("corridor_learned_p").hint in str(raised.value)
+
+
 def test_student_copy_blanks_solutions_and_keeps_checks(tmp_path):
     written = student_copy(tmp_path, LESSONS)
     assert [p.name for p in written] == [p.name for p in find_lessons(LESSONS)]

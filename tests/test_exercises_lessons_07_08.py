@@ -556,8 +556,9 @@ def _corridor_episodes(p, n, rng):
     return np.array(rights), np.array(masks)
 
 
-def _ascent(sign=1.0, lr=0.4, discount=None, biased=False, steps=40, episodes=300):
-    """A corridor_ascent answer: the right one, or with one planted mistake."""
+def _ascent(sign=1.0, lr=0.4, discount=None, biased=False, steps=40, episodes=300, thetas=False,
+            own_rng=False):
+    """A corridor_ascent answer (p after each step): the right one, or with one planted mistake."""
     def one_episode(went_right, p, gamma):
         T = len(went_right)
         to_go = -(1 - gamma ** np.arange(T, 0, -1)) / (1 - gamma) if gamma < 1 else \
@@ -567,25 +568,34 @@ def _ascent(sign=1.0, lr=0.4, discount=None, biased=False, steps=40, episodes=30
 
     def corridor_ascent(gamma, rng):
         gamma = gamma if discount is None else discount
-        theta, thetas = 0.0, []
+        rng = np.random.default_rng() if own_rng else rng
+        theta, run = 0.0, []
         for _ in range(steps):
             p = 1 / (1 + np.exp(-theta))
             right, m = _corridor_episodes(p, episodes, rng)
             theta += sign * lr * np.mean([one_episode(right[m[:, i], i], p, gamma)
                                           for i in range(episodes)])
-            thetas.append(theta)
-        return np.array(thetas)
+            run.append(theta if thetas else 1 / (1 + np.exp(-theta)))
+        return np.array(run)
 
     return corridor_ascent
 
 
+_MADE_UP = np.r_[np.linspace(0.5, 0.597, 20), np.full(20, 0.597)]
+
+
 @pytest.mark.parametrize("answer,diagnosis", [
-    (0.597, "not one number"),                                   # copied from the printout
-    (lambda gamma, rng: np.full(40, 0.39), "no learning"),       # a made-up constant run
-    (lambda gamma, rng: np.zeros(40), "no learning"),            # theta never updated
+    (0.597, "which the check runs, not a value"),                # copied from the printout
+    (lambda gamma, rng: _MADE_UP, "do not depend on rng"),       # a made-up run (review 0708g, H1)
+    (lambda gamma, rng: np.full(40, 0.5), "do not depend on rng"),
+    (_ascent(own_rng=True), "draw every episode from its rng"),  # a generator of its own (H1)
+    (_ascent(thetas=True), "look like theta"),                   # theta returned, not p (H2)
     (_ascent(sign=-1.0), "went downhill"),                       # theta -= lr * gradient
     (_ascent(lr=40.0), "deterministic policy"),                  # a step size that runs p to 1
     (_ascent(lr=0.002), "not far enough"),                       # p barely leaves 0.5
+    (lambda gamma, rng: np.full(40, np.nan), "diverged"),        # (H4)
+    (lambda gamma, rng: np.full((40, 1), 0.6), "1-D"),
+    (lambda gamma, rng: np.full(5, 0.6), "at least 10"),
 ])
 def test_corridor_learned_p_rejects(answer, diagnosis, capsys):
     out = rejected("corridor_learned_p", answer, capsys)
@@ -593,8 +603,6 @@ def test_corridor_learned_p_rejects(answer, diagnosis, capsys):
 
 
 def test_corridor_learned_p_accepts_an_ascent_on_the_checkers_streams(capsys):
-    ideal = exercises.get("corridor_learned_p").reference(0.9, None)
-    assert abs(1 / (1 + np.exp(-ideal[20:].mean())) - 0.597) < 1e-9
     accepted("corridor_learned_p", _ascent(), capsys)
 
 
@@ -666,6 +674,7 @@ def test_lesson_07_benchmark_scores_are_the_comment_above_dqn_cartpole():
 
 
 @pytest.mark.parametrize("answer,diagnosis", [(63.5, "hard copy's"), (128, "N - 1, not N"),
+                                              (127 * 128, "tau^2"), (1 / 128, "tau itself"),
                                               ("127", None), (None, None)])
 def test_polyak_lag_one_over_n_rejects(answer, diagnosis, capsys):
     """Review 07f, G7: the question after the Polyak exercises is answered and checked."""

@@ -723,8 +723,7 @@ assert q_end_max < CEILING
 # where the greedy score is low, the mean max Q is well above the return the greedy policy
 # really collects from the same states, and where the score is near 500 Q is mostly at or below
 # it (a few such checkpoints sit slightly above; the rank correlation and the medians above,
-# over all four seeds; seed 3 ends in such a
-# spell). Q claims more than the policy delivers exactly when the policy is bad. Read it as a
+# over all four seeds). Seed 3 ends in a bad spell. Q claims more than the policy delivers exactly when the policy is bad. Read it as a
 # *symptom*, a signal that the values and the policy they induce disagree, not as the cause of
 # the bad spell; it needs
 # nothing but rollouts, so it is cheap to watch. The ceiling only catches gross overestimation

@@ -522,11 +522,12 @@ assert max(grad_ratio) < 0.7 and min(step_ratio) > 0.8
 #    $\sum_t \gamma^t G_t\,\partial_\theta\log\pi(a_t)$ with reward $-1$ per step. Then write
 #    `corridor_ascent(gamma, rng)`: gradient ascent from $\theta = 0$, each step averaging your
 #    estimate over a few hundred episodes of `corridor_episodes` (from *Check it*) drawn from
-#    `rng`; return the array of $\theta$ after each step. The check runs it at $\gamma = 0.9$ on
-#    two random streams of its own: on each, the mean $\theta$ of the second half of the steps
-#    must give a $p$ within 0.07 of the best $p$ for that discount (a sampled ascent wanders a few
-#    hundredths around it; doing nothing leaves $p = 0.5$, 0.097 away), and $\theta$ must have
-#    moved (so a number copied from the printout, or a run that learned nothing, fails). What it cannot
+#    `rng`; return the array of $p = \sigma(\theta)$ after each step. The check runs it at
+#    $\gamma = 0.9$ twice on one random stream of its own and once on another: the same stream
+#    must give the same run and the other stream a different one (so the episodes must come from
+#    `rng`: a made-up or copied run fails), and on each the mean $p$ of the second half of the
+#    steps must lie within 0.08 of the best $p$ for that discount (a sampled ascent wanders a
+#    few hundredths around it; doing nothing leaves $p = 0.5$, 0.097 away). What it cannot
 #    tell apart: ascent with the biased $G_t$, or with $\gamma = 1$, from the right one; at
 #    $\gamma = 0.9$ their fixed points (0.602, 0.586 against 0.597) are too close for a sampled
 #    ascent to separate (exercise 3 computes them). The check of `corridor_episode_gradient` is
@@ -570,11 +571,11 @@ assert rc.exercises.check("best_constant_baseline", best_constant_baseline)
 # $G_0$ are uncorrelated: $b^* - \bar G_0 = \mathrm{cov}(|S|^2, G_0) / \overline{|S|^2}$. That
 # is the point of Greensmith et al.: the variance-optimal constant moves away from the mean
 # only as far as the score's size and the return move together. How far is that? The same
-# 300-episode comparison on four more draws:
+# 300-episode comparison on twelve more draws:
 
 # %%
 correlations, gains = [], []
-for draw in range(1, 5):
+for draw in range(1, 13):
     d_obs, d_acts, d_rews, d_mask, _ = rc.collect_episodes(rc.CartPole(n=300, seed=SEED + draw), linear_policy,
                                                            W, np.random.default_rng(SEED + draw))
     d_whole = rc.reinforce_weights(d_rews, d_mask, 0.99, reward_to_go=False, baseline=False)[0]
@@ -587,11 +588,12 @@ for draw in range(1, 5):
     gains.append(var_mean / var_best)
     print(f"draw {draw}: corr(|S|^2, G_0) {correlations[-1]:5.2f}; mean of G_0 {d_whole.mean():5.1f}, "
           f"b* {b_draw:5.1f}; variance with the mean / with b* {gains[-1]:.3f}")
+print(f"largest gain {max(gains):.3f}, at the largest |correlation| {max(np.abs(correlations)):.2f}")
 assert np.argmax(np.abs(correlations)) == np.argmax(gains)
 
 # %% [markdown]
-# On these draws the gain is at most a few percent, and it is largest where the correlation
-# is (asserted): the formula above says a draw whose long episodes also carry large scores
+# On these draws the gain is a few percent at most (the largest is printed), and it is largest
+# where the correlation is (asserted): the formula above says a draw whose long episodes also carry large scores
 # would move $b^*$, and gain, more.
 
 # %% tags=["solution"]
@@ -607,21 +609,21 @@ def corridor_episode_gradient(went_right, p, gamma):
 
 
 def corridor_ascent(gamma, rng, steps=40, episodes=300, lr=0.4):
-    """Gradient ascent on theta from 0; the theta after each step."""
-    theta, thetas = 0.0, []
+    """Gradient ascent on theta from 0; p = sigmoid(theta) after each step."""
+    theta, run = 0.0, []
     for _ in range(steps):
         p = 1 / (1 + np.exp(-theta))
         right, m = corridor_episodes(p, episodes, rng)
         theta += lr * np.mean([corridor_episode_gradient(right[m[:, i], i], p, gamma)
                                for i in range(episodes)])
-        thetas.append(theta)
-    return np.array(thetas)
+        run.append(1 / (1 + np.exp(-theta)))
+    return np.array(run)
 
 
 best_p_09 = ps[np.argmax([corridor_value(p, 0.9) for p in ps])]
-thetas = corridor_ascent(0.9, rng)
-p_learned = 1 / (1 + np.exp(-thetas[len(thetas) // 2:].mean()))
-print(f"best p for gamma 0.9: {best_p_09:.3f}; learned (mean theta of the second half) {p_learned:.3f}; "
+run = corridor_ascent(0.9, rng)
+p_learned = run[len(run) // 2:].mean()
+print(f"best p for gamma 0.9: {best_p_09:.3f}; learned (mean p of the second half) {p_learned:.3f}; "
       f"no learning (p = 0.5) would be {abs(0.5 - best_p_09):.3f} away")
 
 # %%

@@ -152,6 +152,23 @@ def stub_solution(source: str, hint: str = "", hints: dict | None = None) -> str
     return f"# {message}\n" + ast.unparse(ast.Module(body=flat, type_ignores=[])) + "\n"
 
 
+_CHECKED_FUNCTION = re.compile(r"exercises\.check\(\s*[\"']([^\"']+)[\"']\s*,\s*([A-Za-z_]\w*)\s*\)")
+
+
+def _hints_by_function(cells) -> dict:
+    """function name -> hint: each exercise's name, and each function a lesson checks under an
+    exercise's name (``check("corridor_learned_p", corridor_ascent)``), carry its hint."""
+    from .exercises import _REGISTRY
+
+    hints = {name: e.hint for name, e in _REGISTRY.items() if e.hint}
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            for exercise, function in _CHECKED_FUNCTION.findall("".join(cell["source"])):
+                if exercise in _REGISTRY and _REGISTRY[exercise].hint:
+                    hints[function] = _REGISTRY[exercise].hint
+    return hints
+
+
 def _student_edition(path: Path) -> dict:
     """The student edition of one teacher's notebook, in memory (nothing is written).
 
@@ -181,8 +198,7 @@ def _student_edition(path: Path) -> dict:
             name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
                          for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
             hint = _REGISTRY[name].hint if name in _REGISTRY else ""
-            cell["source"] = stub_solution(source, hint, {n: e.hint for n, e in _REGISTRY.items()
-                                                          if e.hint})
+            cell["source"] = stub_solution(source, hint, _hints_by_function(cells))
         if _CHECK_CALL.search(source) and "solution" not in tags:
             cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
         if "solution" in tags or _CHECK_CALL.search(source):
