@@ -29,8 +29,8 @@ from ..core.losses import huber
 from ..core.nn import mlp
 from ..core.optim import linear_schedule
 from . import dqn as _dqn
-from .sweep import _adam, _EnvList, _stack, _stacked_mlp, members_settings
-from .trainer import TrainingLog, check_env, model_output
+from .sweep import _adam, _stack, _stacked_mlp, member_envs_and_callbacks, members_settings
+from .trainer import TrainingLog, model_output
 
 __all__ = ["dqn_sweep"]
 
@@ -73,16 +73,8 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
         raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS_BY_HAND)}, got "
                          f"{activation!r}")
     act = _ACTIVATIONS_BY_HAND[activation][0]
-    if not isinstance(envs, (list, tuple)) or len(envs) != S:
-        raise ValueError(f"envs: expected a list of one env per member ({S}), got "
-                         f"{type(envs).__name__}")
-    for m, member_env in enumerate(envs):
-        check_env(member_env, f"envs[{m}]")
-    env = _EnvList(envs)
-    k, num_actions, obs_shape = envs[0].n, env.num_actions, envs[0].observation_shape
-    callbacks = [None] * S if callbacks is None else list(callbacks)
-    if len(callbacks) != S:
-        raise ValueError(f"callbacks: expected one per member ({S}), got {len(callbacks)}")
+    callbacks = member_envs_and_callbacks(envs, callbacks, S)
+    k, num_actions, obs_shape = envs[0].n, envs[0].num_actions, envs[0].observation_shape
     params_list = list(params) if isinstance(params, (list, tuple)) and \
         isinstance(params[0], (list, tuple)) else [params] * S
     if len(params_list) != S:

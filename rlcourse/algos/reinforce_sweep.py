@@ -23,8 +23,7 @@ from ..core.nn import _ACTIVATIONS, mlp
 from ..envs.cartpole import CartPole, CartPoleGroup
 from . import reinforce as _reinforce
 from .models import actor_critic_model
-from .sweep import _stack, _stacked_mlp, members_settings
-from .trainer import check_env
+from .sweep import _stack, _stacked_mlp, member_envs_and_callbacks, members_settings
 
 __all__ = ["reinforce_sweep"]
 
@@ -65,21 +64,8 @@ def reinforce_sweep(envs, params, total_steps: int, members: list[dict], *,
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation: expected one of {sorted(_ACTIVATIONS)}, got {activation!r}")
     act = _ACTIVATIONS[activation]
-    if not isinstance(envs, (list, tuple)) or len(envs) != S:
-        raise ValueError(f"envs: expected a list of one env per member ({S}), got "
-                         f"{type(envs).__name__}")
-    for m, member_env in enumerate(envs):
-        check_env(member_env, f"envs[{m}]")
+    callbacks = member_envs_and_callbacks(envs, callbacks, S)
     k = envs[0].n
-    if any(env.n != k for env in envs):
-        raise ValueError(f"envs: every member's env must have the same n, got "
-                         f"{sorted({env.n for env in envs})}")
-    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
-        raise TypeError(f"callbacks: expected None or a list of one callback per member ({S}), "
-                        f"got {type(callbacks).__name__}")
-    callbacks = [None] * S if callbacks is None else list(callbacks)
-    if len(callbacks) != S:
-        raise ValueError(f"callbacks: expected one per member ({S}), got {len(callbacks)}")
     max_steps = check_count("max_steps", max_steps)
     params_list = [params] * S if _is_tree(params) else list(params)
     if len(params_list) != S:

@@ -113,6 +113,26 @@ def members_settings(members, allowed: tuple, trainer, check, shared: dict, fixe
     return out
 
 
+def member_envs_and_callbacks(envs, callbacks, S: int) -> list:
+    """Check ``envs`` (one vector env per member, all with the same ``n``) and ``callbacks``
+    (None, or one callback or None per member); returns the callbacks as a list of ``S``."""
+    if not isinstance(envs, (list, tuple)) or len(envs) != S:
+        raise ValueError(f"envs: expected a list of one env per member ({S}), got "
+                         f"{type(envs).__name__}")
+    for m, member_env in enumerate(envs):
+        check_env(member_env, f"envs[{m}]")
+    if any(env.n != envs[0].n for env in envs):
+        raise ValueError(f"envs: every member's env must have the same n, got "
+                         f"{sorted({env.n for env in envs})}")
+    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"callbacks: expected None or a list of one callback per member ({S}), "
+                        f"got {type(callbacks).__name__}")
+    callbacks = [None] * S if callbacks is None else list(callbacks)
+    if len(callbacks) != S:
+        raise ValueError(f"callbacks: expected one per member ({S}), got {len(callbacks)}")
+    return callbacks
+
+
 def checked_member(i: int, member: dict, check, settings: dict) -> dict:
     """``check(**settings)``; an error about a setting the member gave names the member."""
     try:
