@@ -25,7 +25,7 @@ def readme_commands():
 def test_readme_opens_with_the_run_and_the_test_command():
     run, test = readme_commands()[:2]
     assert run == 'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && rlcourse start'
-    assert test.endswith("&& pytest") and 'pip install -e ".[dev,gym]"' in test
+    assert test.endswith("&& pytest") and 'pip install -e ".[test,gym]"' in test
 
 
 def test_the_default_workspace_is_ignored_by_git():

@@ -31,7 +31,7 @@ def _missing() -> list[str]:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        missing.append("selenium (pip install -e '.[dev]')")
+        missing.append("selenium (pip install -e '.[test]')")
     return missing
 
 

@@ -114,11 +114,20 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
     explore = np.zeros((S, k), dtype=bool)
     member_rows = [slice(m * k, (m + 1) * k) for m in range(S)]
     random_actions = np.zeros((S, k), dtype=np.int64)
+    # picks [member, row, action] out of [S, batch_size, num_actions] arrays
+    pick = (np.arange(S)[:, None], np.arange(batch_size)[None, :])
+    phase_diffs = np.zeros((gradient_steps, S, batch_size), dtype=dtype)
+    phase_q_taken = np.zeros((gradient_steps, S, batch_size), dtype=dtype)
     while step < total_steps:
-        # Act: each member draws from its own stream exactly as rc.dqn does.
+        # Act: each member draws from its own stream exactly as rc.dqn does. With one copy the
+        # draws are scalars: the same numbers from the stream as size=1, for a third of the cost.
         for m, (rng, eps) in enumerate(zip(rngs, epsilons)):
-            explore[m] = rng.random(k) < eps(step)
-            random_actions[m] = rng.integers(0, num_actions, size=k)
+            if k == 1:
+                explore[m, 0] = rng.random() < eps(step)
+                random_actions[m, 0] = rng.integers(0, num_actions)
+            else:
+                explore[m] = rng.random(k) < eps(step)
+                random_actions[m] = rng.integers(0, num_actions, size=k)
         greedy = np.argmax(_stacked_mlp(stacked, obs.reshape(S, k, -1), act), axis=2)
         actions = np.where(explore, random_actions, greedy).reshape(S * k)
         outs = [member_env.step(actions[rows]) for member_env, rows in zip(envs, member_rows)]
@@ -141,11 +150,11 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
                 next_target = _stacked_mlp(target_stacked, b_next[g], act)
                 best = np.where(double[:, None], np.argmax(next_online, axis=2),
                                 np.argmax(next_target, axis=2))
-                next_value = np.take_along_axis(next_target, best[..., None], axis=2)[..., 0]
+                next_value = next_target[(*pick, best)]
                 targets = (b_rewards[g] + gamma * np.where(b_term[g], 0.0, next_value)
                            ).astype(dtype, copy=False)
-                member_loss, q_mean, grads = _loss_and_grads(stacked, b_obs[g], b_actions[g],
-                                                             targets, activation)
+                grads = _loss_and_grads(stacked, b_obs[g], b_actions[g], targets, activation,
+                                        pick, phase_diffs[g], phase_q_taken[g])
                 flat = np.concatenate([np.reshape(x, (S, -1)) for x in ad.tree_leaves(grads)],
                                       axis=1).astype(dtype, copy=False)
                 _clip_rows(flat, max_norm, dtype)
@@ -156,8 +165,9 @@ def dqn_sweep(envs, params, total_steps: int, members: list[dict], *, activation
                     if gradient_step % s["target_update"] == 0:
                         target_theta[m] = theta[m] if s["tau"] == 1.0 else \
                             (1 - s["tau"]) * target_theta[m] + s["tau"] * theta[m]
-                losses.append(np.asarray(member_loss, dtype=np.float64))
-                q_means.append(np.asarray(q_mean, dtype=np.float64))
+            # each gradient step's mean loss and mean Q per member, as rc.dqn logs them
+            losses.extend(np.mean(huber(phase_diffs, 1.0), axis=2).astype(np.float64))
+            q_means.extend(np.mean(phase_q_taken, axis=2).astype(np.float64))
         if step >= next_update or step >= total_steps:
             next_update += train_freq
             for m in range(S):
@@ -198,11 +208,12 @@ _ACTIVATIONS_BY_HAND = {
 }
 
 
-def _loss_and_grads(stacked, obs, actions, targets, activation: str):
-    """Each member's ``rc.dqn_loss`` (mean Huber, delta 1) and mean Q of the actions taken, and
-    its gradient, written out: the same numpy operations, in the same order, as the autodiff
-    pass over the stacked networks (so the same bits as ``rc.dqn``), without its bookkeeping,
-    which costs more than the arithmetic at these sizes."""
+def _loss_and_grads(stacked, obs, actions, targets, activation: str, pick, diff, q_taken):
+    """The gradient of each member's ``rc.dqn_loss`` (mean Huber, delta 1), written out: the
+    same numpy operations, in the same order, as the autodiff pass over the stacked networks (so
+    the same bits as ``rc.dqn``), without its bookkeeping, which costs more than the arithmetic
+    at these sizes. Writes the TD errors into ``diff [S, B]`` and the Q-values of the actions
+    taken into ``q_taken [S, B]``; ``pick`` indexes ``[S, B, A]`` arrays by member and row."""
     act, derivative = _ACTIVATIONS_BY_HAND[activation]
     inputs, pre = [obs], []
     x = obs
@@ -212,20 +223,19 @@ def _loss_and_grads(stacked, obs, actions, targets, activation: str):
         pre.append(z)
         inputs.append(x)
     q = x @ stacked[-1]["w"] + stacked[-1]["b"]
-    q_taken = np.take_along_axis(q, actions[..., None], axis=2)[:, :, 0]
-    diff = q_taken - targets
+    q_taken[...] = q[(*pick, actions)]
+    np.subtract(q_taken, targets, out=diff)
     # d mean(huber(diff)) / d diff = clip(diff, -1, 1) / B, to the bit as autodiff takes it
     per_row = np.ones(1, dtype=q.dtype) / diff.shape[1]
     g = np.zeros_like(q)
-    np.put_along_axis(g, actions[..., None], (np.clip(diff, -1.0, 1.0) * per_row)[..., None],
-                      axis=2)
+    g[(*pick, actions)] = np.clip(diff, -1.0, 1.0) * per_row
     grads = [None] * len(stacked)
     for i in range(len(stacked) - 1, -1, -1):
         grads[i] = {"w": np.swapaxes(inputs[i], -1, -2) @ g, "b": g.sum(axis=(1,), keepdims=True)}
         if i:
             g = g @ np.swapaxes(stacked[i]["w"], -1, -2)
             g = derivative(g, pre[i - 1], inputs[i])
-    return np.mean(huber(diff, 1.0), axis=1), np.mean(q_taken, axis=1), grads
+    return grads
 
 
 def _clip_rows(flat, max_norm, dtype):

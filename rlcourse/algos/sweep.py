@@ -428,15 +428,24 @@ def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype, step_dtype=No
         raise ValueError("grads: NaN or inf in a member's gradients; the update would destroy "
                          "its parameters")
     t_new = t + 1
-    new_m1 = b1 * m1 + (1 - b1) * grads
-    new_m2 = b2 * m2 + (1 - b2) * (grads * grads)
     step_dtype = dtype if step_dtype is None else step_dtype
     step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(step_dtype)[:, None]
     eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(step_dtype)[:, None]
-    new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
-    if active.all():  # the usual case: no member has stopped early
-        theta[...], m1[...], m2[...], t[...] = new_theta, new_m1, new_m2, t_new
+    if active.all():  # the usual case, no member has stopped: the same operations, in place
+        m1 *= b1
+        m1 += (1 - b1) * grads
+        squared = grads * grads
+        squared *= 1 - b2
+        m2 *= b2
+        m2 += squared
+        change = step_size * m1
+        change /= np.sqrt(m2) + eps_hat
+        theta[...] = theta - change
+        t[...] = t_new
         return
+    new_m1 = b1 * m1 + (1 - b1) * grads
+    new_m2 = b2 * m2 + (1 - b2) * (grads * grads)
+    new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
     rows = active[:, None]
     theta[...] = np.where(rows, new_theta, theta)
     m1[...] = np.where(rows, new_m1, m1)
