@@ -18,6 +18,7 @@ exploration, ties) come from a generator seeded with a child of ``SeedSequence(s
 
 from __future__ import annotations
 
+import bisect
 import weakref
 
 import numpy as np
@@ -67,7 +68,7 @@ def _check_policy(policy, S, A):
     check_distribution("policy", policy, axis=1)
     cdf = np.cumsum(policy, axis=1)
     cdf[:, -1] = 1.0  # a draw in [0, 1) always lands on an action with non-zero probability
-    return cdf
+    return cdf.tolist()  # rows as Python lists: _sample bisects one per step
 
 
 def _initial_table(init, entry_shape, copies=None):
@@ -115,8 +116,12 @@ def _step(env, action_buffer, action):
     """One env step as Python scalars: ``(obs, reward, terminated, truncated, final_obs)``."""
     if type(env).step is TabularMDP.step and env.n == 1 and env._was_reset and \
             isinstance(action, (int, np.integer)) and 0 <= action < env.num_actions:
-        # one copy of a tabular env: the same step without building and unpacking arrays
+        # one copy of a tabular env: the same step without building and unpacking arrays; the
+        # env counts the steps of the running episode itself (from the reset _start_copies made)
         obs, reward, terminated, truncated, final_obs = env._step_scalars(int(action))
+        if env._len[0] >= MAX_EPISODE_STEPS:
+            raise _endless(int(env._len[0]))
+        return obs, reward, terminated, truncated, final_obs
     else:
         action_buffer[0] = action
         st = env.step(action_buffer)
@@ -129,9 +134,10 @@ def _step(env, action_buffer, action):
     return int(obs), float(reward), bool(terminated), bool(truncated), int(final_obs)
 
 
-def _sample(cdf_row, rng) -> int:
-    """An action of a fixed policy from one row of its CDF: one uniform."""
-    return int(cdf_row.searchsorted(rng.random(), side="right"))
+def _sample(cdf_row: list, rng) -> int:
+    """An action of a fixed policy from one row of its CDF (a list): one uniform, the index of
+    the first entry above it (``np.searchsorted(..., side="right")``)."""
+    return bisect.bisect_right(cdf_row, rng.random())
 
 
 _NONE = np.zeros(0, dtype=np.int64)
