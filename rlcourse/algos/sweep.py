@@ -431,26 +431,32 @@ def _adam(theta, grads, m1, m2, t, active, lr, eps, b1, b2, dtype, step_dtype=No
     step_dtype = dtype if step_dtype is None else step_dtype
     step_size = (lr * np.sqrt(1 - b2**t_new) / (1 - b1**t_new)).astype(step_dtype)[:, None]
     eps_hat = (eps * np.sqrt(1 - b2**t_new)).astype(step_dtype)[:, None]
-    if active.all():  # the usual case, no member has stopped: the same operations, in place
-        m1 *= b1
-        m1 += (1 - b1) * grads
-        squared = grads * grads
-        squared *= 1 - b2
-        m2 *= b2
-        m2 += squared
-        change = step_size * m1
-        change /= np.sqrt(m2) + eps_hat
-        theta[...] = theta - change
+    if active.all():  # the usual case: no member has stopped early
+        _adam_in_place(theta, m1, m2, grads, step_size, eps_hat, b1, b2)
         t[...] = t_new
         return
-    new_m1 = b1 * m1 + (1 - b1) * grads
-    new_m2 = b2 * m2 + (1 - b2) * (grads * grads)
-    new_theta = (theta - step_size * new_m1 / (np.sqrt(new_m2) + eps_hat)).astype(dtype)
+    new_theta, new_m1, new_m2 = theta.copy(), m1.copy(), m2.copy()
+    _adam_in_place(new_theta, new_m1, new_m2, grads, step_size, eps_hat, b1, b2)
     rows = active[:, None]
     theta[...] = np.where(rows, new_theta, theta)
     m1[...] = np.where(rows, new_m1, m1)
     m2[...] = np.where(rows, new_m2, m2)
     t[...] = np.where(active, t_new, t)
+
+
+def _adam_in_place(theta, m1, m2, grads, step_size, eps_hat, b1, b2):
+    """One Adam step of every row, in place: ``m1 = b1 m1 + (1 - b1) g``, ``m2 = b2 m2 +
+    (1 - b2) g^2``, ``theta -= step_size m1 / (sqrt(m2) + eps_hat)`` (the change computed in
+    ``step_size``'s dtype, then rounded into ``theta``'s)."""
+    m1 *= b1
+    m1 += (1 - b1) * grads
+    squared = grads * grads
+    squared *= 1 - b2
+    m2 *= b2
+    m2 += squared
+    change = step_size * m1
+    change /= np.sqrt(m2) + eps_hat
+    theta[...] = theta - change
 
 
 def _rollout(env, stacked, obs, steps, rngs, S, k, dtype):
