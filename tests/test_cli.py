@@ -102,6 +102,14 @@ def test_a_function_checked_under_an_exercise_name_gets_that_exercises_hint():
     with pytest.raises(NotImplementedError) as raised:
         namespace["corridor_ascent"](0.9, None)
     assert get("corridor_learned_p").hint in str(raised.value)
+    # zero_of is checked as corridor_fixed_points (review 08h, F7: it carried the exact
+    # gradients' hint while its answer was checked as a value)
+    stub = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "def zero_of" in "".join(c["source"]))
+    exec(stub, namespace)
+    with pytest.raises(NotImplementedError) as raised:
+        namespace["zero_of"](0, 0.5)
+    assert get("corridor_fixed_points").hint in str(raised.value)
 
 
 def test_student_copy_blanks_solutions_and_keeps_checks(tmp_path):

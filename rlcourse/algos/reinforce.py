@@ -104,9 +104,10 @@ def reinforce_weights(rewards, mask, gamma: float = 0.99, reward_to_go: bool = T
     if discount_steps and not reward_to_go:
         raise ValueError("discount_steps: gamma^t multiplies the reward-to-go G_t; the whole "
                          "return G_0 (reward_to_go=False) is already unbiased without it")
+    # each column is one whole episode: it terminates at its last real step, nothing is truncated
     last_step = mask & ~np.vstack([mask[1:], np.zeros((1, mask.shape[1]), dtype=bool)])
-    returns = discounted_returns(np.where(mask, rewards, 0.0).astype(np.float64), last_step,
-                                 np.zeros_like(mask), gamma)
+    returns = discounted_returns(np.where(mask, rewards, 0.0).astype(np.float64),
+                                 terminated=last_step, truncated=np.zeros_like(mask), gamma=gamma)
     weights = returns if reward_to_go else np.broadcast_to(returns[0], returns.shape).copy()
     if kind == "value":
         if values is None:

@@ -837,6 +837,9 @@ def _best_baseline_explain(case, got, expected):
         return "divide by the sum of the weights |S|^2, not by the number of episodes"
     if np.isclose(got, (np.sqrt(sq_norms) * returns).sum() / np.sqrt(sq_norms).sum()):
         return "the weights are the squared norms |S|^2 (you passed them in already squared)"
+    if np.isclose(got, returns.mean() + np.cov(sq_norms, returns)[0, 1] / sq_norms.mean()):
+        return ("the covariance form needs the covariance with 1/N, as the means in it: "
+                "np.cov(..., bias=True); np.cov divides by N - 1")
     return None
 
 
@@ -892,6 +895,14 @@ def _corridor_explain(case, got, expected):
     undiscounted = _reward_to_go_reference(-np.ones(T), 1.0)
     if gamma < 1 and np.isclose(got, float(np.sum(disc * scores * undiscounted))):
         return "G_t is discounted too: G_t = sum_k gamma^(k-t) r_k"
+    after = np.append(G[1:], 0.0)  # G_{t+1}: the return without this step's reward
+    if np.isclose(got, float(np.sum(disc * scores * gamma * after))) or \
+            np.isclose(got, float(np.sum(disc * scores * after))):
+        return "G_t includes r_t, this step's own reward: G_t = r_t + gamma G_(t+1)"
+    if np.isclose(got, expected / T):
+        return "sum over the episode's steps, not the mean"
+    if gamma < 1 and np.isclose(got, float(np.sum(disc**2 * scores * G))):
+        return "gamma^t once: gamma^t G_t = sum_(k>=t) gamma^k r_k already holds every discount"
     return None
 
 
@@ -1004,29 +1015,77 @@ def _corridor_best_p(gamma):
     return float(ps[int(np.argmax(values))])
 
 
-# A sampled ascent wanders a few hundredths around the optimum (review 0708g: 64 streams of the
-# lesson's ascent, mean p of the second half within 0.061 of it); doing nothing leaves p = 0.5,
-# 0.097 from it.
+# The reader's ascent draws its episodes from the checker's sampler, so the check sees every
+# batch: each step must move theta by one constant lr times the mean of corridor_episode_gradient
+# over that batch (which catches a made-up run, a forgotten mask, a mean over steps, gamma^t
+# applied twice or left out, and a downhill step). Whether the reader's lr and number of steps
+# reach the optimum is judged without noise: the same ascent on the exact gradient must end
+# within REACH of the best p (lr 0.4, 40 steps: 0.0004, the grid's resolution; lr 0.02: 0.035
+# short). The sampled run's last quarter must then lie within LEARNED_P_TOLERANCE of it: a
+# correct ascent of 300 episodes per step wandered at most 0.050 from it over 66 streams, fewer
+# episodes per step wander further.
+REACH = 0.005
 LEARNED_P_TOLERANCE = 0.08
 
-
 _LEARNED_P_GAMMA = 0.9
+_ASCENT_RTOL = 1e-4  # float32 arithmetic passes; every wrong estimator is off by far more
+
+
+def _corridor_episodes(p, n, rng, max_steps=1_000):
+    """Lesson 08's corridor_episodes: n episodes under P(right) = p, as columns: went_right
+    [T, n], mask [T, n] (True on each episode's steps)."""
+    cell, running = np.zeros(n, dtype=int), np.ones(n, dtype=bool)
+    rights, masks = [], []
+    while running.any() and len(rights) < max_steps:
+        right = rng.random(n) < p
+        move = np.where(right, 1, -1) * np.where(cell == 1, -1, 1)  # the middle cell reverses
+        cell = np.where(running, np.maximum(cell + move, 0), cell)
+        rights.append(right)
+        masks.append(running.copy())
+        running &= cell < 3
+    return np.array(rights), np.array(masks)
+
+
+class _RecordingSampler:
+    """``sample(p, n)``: n corridor episodes at P(right) = p from the checker's own stream; keeps
+    every batch it handed out."""
+
+    def __init__(self, seed):
+        self.rng, self.batches = np.random.default_rng(seed), []
+
+    def __call__(self, p, n):
+        p, n = float(p), int(n)
+        if not (0.0 <= p <= 1.0 and n >= 1):
+            raise ValueError(f"sample(p, n): expected a probability p and a count n >= 1, got "
+                             f"p = {p}, n = {n}")
+        right, mask = _corridor_episodes(p, n, self.rng)
+        self.batches.append((p, right, mask))
+        return right.copy(), mask.copy()
 
 
 def _learned_p_cases():
-    return [Case("gamma 0.9: two runs on the checker's stream 1, one on its stream 2",
-                 (_LEARNED_P_GAMMA, 8_101, 8_102))]
+    return [Case("gamma 0.9, on the checker's streams 8101 and 8102", (_LEARNED_P_GAMMA, 8_101, 8_102))]
 
 
-def _learned_p_call(fn, gamma, seed, other_seed):
-    """The reader's ascent run twice on one stream and once on another."""
-    return tuple(fn(gamma, np.random.default_rng(s)) for s in (seed, seed, other_seed))
+def _learned_p_call(fn, gamma, *seeds):
+    """The reader's ascent on each of the checker's streams: (run, the batches it drew)."""
+    out = []
+    for seed in seeds:
+        sample = _RecordingSampler(seed)
+        out.append((fn(gamma, sample), sample.batches))
+    return tuple(out)
 
 
-def _learned_p_reference(gamma, rng):
-    """A stand-in run: p climbs to the best p in 20 steps and wobbles there, drawn from rng."""
-    best = _corridor_best_p(gamma)
-    return np.concatenate([np.linspace(0.5, best, 20), best + 0.01 * rng.standard_normal(20)])
+def _learned_p_reference(gamma, sample, steps=40, episodes=300, lr=0.4):
+    """The lesson's ascent: theta from 0, lr times the mean episode gradient per step."""
+    theta, run = 0.0, []
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-theta))
+        right, mask = sample(p, episodes)
+        theta += lr * np.mean([_corridor_reference(right[mask[:, i], i], p, gamma)
+                               for i in range(episodes)])
+        run.append(1 / (1 + np.exp(-theta)))
+    return np.array(run)
 
 
 def _run_trouble(run):
@@ -1044,60 +1103,125 @@ def _run_trouble(run):
     return None
 
 
+def _logit(p):
+    with np.errstate(divide="ignore"):
+        return np.log(p) - np.log1p(-p)
+
+
+def _batch_means(batches, gamma, estimator):
+    """Each batch's mean of ``estimator(went_right, p, gamma)`` over its episodes."""
+    return np.array([np.mean([estimator(right[mask[:, i], i], p, gamma) for i in range(right.shape[1])])
+                     for p, right, mask in batches])
+
+
+def _step_size(steps, means):
+    """The lr > 0 with ``steps = lr * means`` (to _ASCENT_RTOL), or None if there is none."""
+    used = np.abs(means) > 1e-12
+    if not used.any():
+        return None
+    lr = float(np.median(steps[used] / means[used]))
+    return lr if lr > 0 and np.allclose(steps, lr * means, rtol=_ASCENT_RTOL, atol=1e-9) else None
+
+
+def _exact_ascent_p(lr, steps, gamma):
+    """Where gradient ascent with step size lr ends after ``steps`` steps on the exact dJ/dtheta."""
+    theta = 0.0
+    with np.errstate(over="ignore"):
+        for _ in range(steps):
+            theta = float(np.clip(theta + lr * _corridor_exact_reference(theta, gamma)[0], -30, 30))
+    return 1 / (1 + np.exp(-theta))
+
+
+def _wrong_estimators():
+    """Slips of the per-episode gradient, each as an estimator, with what to say about it."""
+    def mean_over_steps(right, p, gamma):
+        return _corridor_reference(right, p, gamma) / max(len(right), 1)
+
+    def no_discount_weight(right, p, gamma):
+        T = len(right)
+        return float(np.sum(np.where(right, 1.0 - p, -p) * _reward_to_go_reference(-np.ones(T), gamma)))
+
+    def gamma_twice(right, p, gamma):
+        T = len(right)
+        return float(np.sum(gamma ** (2 * np.arange(T)) * np.where(right, 1.0 - p, -p)
+                            * _reward_to_go_reference(-np.ones(T), gamma)))
+
+    return [
+        (mean_over_steps, "your step follows the mean over an episode's steps: sum them "
+                          "(corridor_episode_gradient's sum over t)"),
+        (no_discount_weight, "your step follows the biased G_t direction (no gamma^t): weight step t "
+                             "by gamma^t G_t, as in corridor_episode_gradient"),
+        (gamma_twice, "your step applies gamma^t twice: gamma^t G_t once"),
+        (lambda right, p, gamma: _corridor_reference(right, p, 1.0),
+         "your step uses gamma = 1: use the gamma the check passes"),
+        (lambda right, p, gamma: -_corridor_reference(right, p, gamma),
+         "you went downhill: gradient ascent adds lr * gradient to theta"),
+    ]
+
+
+def _ascent_trouble(run, batches, gamma):
+    """Why ``run`` is not gradient ascent on the batches it drew (a str), or its step size."""
+    run = np.asarray(run, dtype=float)
+    if len(batches) != len(run):
+        return (f"draw one batch with sample(p, n) per ascent step and record p after each step: "
+                f"{len(batches)} batches, {len(run)} values of p")
+    drawn_at = np.array([p for p, _, _ in batches])
+    if abs(drawn_at[0] - 0.5) > 1e-12:
+        return f"start at theta = 0 (p = 0.5): your first batch was drawn at p = {drawn_at[0]:.3f}"
+    if not np.allclose(drawn_at[1:], run[:-1], rtol=0, atol=1e-9):
+        if np.allclose(drawn_at[1:], 1 / (1 + np.exp(-run[:-1])), rtol=0, atol=1e-9):
+            return "these look like theta, not p: return p = sigmoid(theta) after each step"
+        return ("the run must hold the p of each step's update, the p the next batch is drawn at "
+                "(not numbers of your own)")
+    if (np.minimum(run, 1 - run) < 1e-6).any():  # theta can no longer be read back from p
+        return "p ran to 0 or 1: the step size is far too large"
+    steps = _logit(run) - _logit(drawn_at)
+    lr = _step_size(steps, _batch_means(batches, gamma, _corridor_reference))
+    if lr is not None:
+        return lr
+    whole = [(p, right, np.ones_like(mask)) for p, right, mask in batches]
+    if _step_size(steps, _batch_means(whole, gamma, _corridor_reference)):
+        return ("your step includes the steps after an episode's end: pass only the episode's own "
+                "steps, went_right[mask[:, i], i]")
+    for estimator, why in _wrong_estimators():
+        if _step_size(steps, _batch_means(batches, gamma, estimator)):
+            return why
+    return ("each step must move theta by one lr times the mean of corridor_episode_gradient over "
+            "the batch's episodes (the same lr every step)")
+
+
 def _learned_p_compare(got, expected):
     best = _corridor_best_p(_LEARNED_P_GAMMA)
-    if not isinstance(got, tuple) or len(got) != 3:
-        return ("expected your function corridor_ascent(gamma, rng), which the check runs, not a "
-                f"value: got {got!r}")
-    for run in got:
+    if not isinstance(got, tuple):
+        return ("expected your function corridor_ascent(gamma, sample), which the check runs, not "
+                f"a value: got {got!r}")
+    for run, batches in got:
         trouble = _run_trouble(run)
-        if trouble:
-            return trouble
-    same_stream, other = (np.asarray(run, dtype=float) for run in (got[0], got[2]))
-    if not np.array_equal(same_stream, np.asarray(got[1], dtype=float)):
-        return "the same random stream gave two different runs"
-    if np.array_equal(same_stream, other):
-        return "two different random streams gave the same run"
-    for run in (same_stream, other):
-        p = float(run[len(run) // 2:].mean())
-        if not abs(p - best) < LEARNED_P_TOLERANCE:
-            return f"expected the mean p of the second half within {LEARNED_P_TOLERANCE} of the " \
-                   f"best p = {best:.3f}, got {p:.3f}"
+        lr = None if trouble else _ascent_trouble(run, batches, _LEARNED_P_GAMMA)
+        if trouble or isinstance(lr, str):
+            return trouble or lr
+        reached = _exact_ascent_p(lr, len(run), _LEARNED_P_GAMMA)
+        if reached < best - REACH:
+            return (f"your ascent is right but stops short: on the exact gradient, lr {lr:.3g} for "
+                    f"{len(run)} steps ends at p = {reached:.3f}, the best p is {best:.3f} (more "
+                    f"steps, or a larger step size)")
+        if reached > best + REACH:
+            return (f"your step size is too large: on the exact gradient, lr {lr:.3g} ends at "
+                    f"p = {reached:.3f}, past the best p {best:.3f}")
+        run = np.asarray(run, dtype=float)
+        p = float(run[-(len(run) // 4):].mean())
+        if abs(p - best) > LEARNED_P_TOLERANCE:
+            return (f"the run wanders: the mean p of its last quarter is {p:.3f}, the best p "
+                    f"{best:.3f} (average over more episodes per step)")
     return None
-
-
-def _learned_p_explain(case, got, expected):
-    best = _corridor_best_p(_LEARNED_P_GAMMA)
-    if not isinstance(got, tuple) or len(got) != 3 or any(_run_trouble(r) for r in got):
-        return None  # the compare's reason says what is malformed
-    runs = [np.asarray(run, dtype=float) for run in got]
-    if not np.array_equal(runs[0], runs[1]):
-        return ("your function must draw every episode from its rng argument (the checker passes "
-                "the same stream twice and got two different runs: a generator of your own?)")
-    if np.array_equal(runs[0], runs[2]):
-        return ("your runs do not depend on rng: draw the episodes from the rng you are given, "
-                "not from a fixed or made-up sequence")
-    p = float(runs[0][len(runs[0]) // 2:].mean())
-    if np.ptp(runs[0]) == 0:
-        return "p is the same at every step: no learning happened (update theta every step)"
-    if p > 0.95:
-        return ("p ran to a deterministic policy, which never reaches the goal: the step size is "
-                "too large, or the estimate is not averaged over enough episodes")
-    if 0.2 < p < 0.5 and abs(1 / (1 + np.exp(-p)) - best) < LEARNED_P_TOLERANCE:
-        return "these look like theta, not p: return p = sigmoid(theta) after each step"
-    if p < 0.5 - 0.01:
-        return ("p fell below 0.5, where theta = 0 starts, but the best p is above it: you went "
-                "downhill (gradient ascent adds lr * gradient to theta)")
-    if p < best:
-        return "p moved up from 0.5 but not far enough: more steps, or a larger step size"
-    return "p overshot the optimum: a smaller step size, or more episodes per step"
 
 
 register(
     "corridor_learned_p", _learned_p_reference, _learned_p_cases,
-    compare=_learned_p_compare, explain=_learned_p_explain, call=_learned_p_call,
-    hint="start at theta = 0, average corridor_episode_gradient over a few hundred episodes drawn "
-         "from rng per step, move theta uphill, and record p = sigmoid(theta) after every step",
+    compare=_learned_p_compare, call=_learned_p_call,
+    hint="start at theta = 0; each step, draw a few hundred episodes with sample(p, n), average "
+         "corridor_episode_gradient over them, move theta uphill by lr times that mean, and record "
+         "p = sigmoid(theta)",
 )
 
 
@@ -1114,19 +1238,28 @@ def _corridor_zero_p(which, gamma):
     return float(1.0 / (1.0 + np.exp(-lo)))
 
 
-def _fixed_points_reference(gamma=0.5):
-    return _corridor_zero_p(0, gamma), _corridor_zero_p(1, gamma)
+def _fixed_points_reference(which, gamma):
+    return _corridor_zero_p(which, gamma)
+
+
+def _fixed_points_cases():
+    # gamma 0.5 is the lesson's; 0.7 and 0.8 are printed nowhere, so only a function passes
+    return [Case(f"gamma {gamma}", (gamma,)) for gamma in (0.5, 0.7, 0.8)]
+
+
+def _fixed_points_call(fn, gamma):
+    """The reader's zero_of for both directions: (zero of dJ/dtheta, zero of the G_t direction)."""
+    return fn(0, gamma), fn(1, gamma)
 
 
 def _fixed_points_compare(got, expected):
     try:
         got = [float(x) for x in got]
     except (TypeError, ValueError):
-        return f"expected the pair (p where dJ/dtheta = 0, p where the G_t direction = 0), got {got!r}"
-    if len(got) != 2:
-        return f"expected a pair of probabilities, got {len(got)} numbers"
+        return f"zero_of(which, gamma) must return one probability, got {got!r}"
     if not np.allclose(got, expected, atol=2e-3):
-        return f"expected ({expected[0]:.3f}, {expected[1]:.3f}), got ({got[0]:.3f}, {got[1]:.3f})"
+        # the expected values are not printed: they would be the answer to type in
+        return f"zero_of(0, gamma), zero_of(1, gamma) = ({got[0]:.3f}, {got[1]:.3f}): not both right"
     return None
 
 
@@ -1134,27 +1267,28 @@ def _fixed_points_explain(case, got, expected):
     try:
         g = [float(x) for x in got]
     except (TypeError, ValueError):
-        return "assign a pair of two numbers"
-    if len(g) != 2:
         return None
     if np.allclose(g, expected[::-1], atol=2e-3):
         return ("the two are swapped: the *true* gradient (discounted visits) is zero at the best p; "
                 "the G_t direction's zero is its own fixed point")
     if abs(g[0] - expected[1]) < 2e-3:
-        return ("your first number is where the G_t direction (no gamma^t) is zero: that is where "
-                "biased ascent leads, not the optimum")
-    for gamma_other, where in ((1.0, "gamma = 1 (Sutton & Barto's 0.59)"),
-                               (0.9, "gamma = 0.9 (exercise 2)")):
-        if abs(g[0] - _corridor_best_p(gamma_other)) < 6e-3:
-            return f"that is the best p at {where}; this asks for gamma = 0.5"
+        return ("your zero of dJ/dtheta is where the G_t direction (no gamma^t) is zero: that is "
+                "where biased ascent leads, not the optimum")
+    if np.allclose(1 / (1 + np.exp(-np.array(g))), expected, atol=2e-3):
+        return "these look like theta, not p: return p = sigmoid(theta) at the zero"
+    if abs(g[0] - _corridor_best_p(1.0)) < 6e-3:
+        return "that is the best p at gamma = 1 (Sutton & Barto's 0.59): use the gamma you are given"
     if abs(g[0] - 0.5) < 2e-3 or abs(g[1] - 0.5) < 2e-3:
         return "p = 0.5 is theta = 0, where the search starts: the bisection never moved"
+    if abs(g[0] - expected[0]) < 2e-3:
+        return ("your zero of dJ/dtheta is right, the G_t direction's is not (its weights are the "
+                "plain expected visits, without gamma^t)")
     return None
 
 
 register(
-    "corridor_fixed_points", _fixed_points_reference, [Case("gamma 0.5", ())],
-    compare=_fixed_points_compare, explain=_fixed_points_explain,
-    hint="both directions are positive for small theta and negative for large: bisect on theta, "
-         "then p = sigmoid(theta)",
+    "corridor_fixed_points", _fixed_points_reference, _fixed_points_cases,
+    compare=_fixed_points_compare, explain=_fixed_points_explain, call=_fixed_points_call,
+    hint="both directions are positive for small theta and negative for large: bisect on theta "
+         "with corridor_exact_gradients(theta, gamma)[which], then p = sigmoid(theta)",
 )
