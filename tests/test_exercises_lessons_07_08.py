@@ -51,6 +51,15 @@ DQN_TARGETS_WRONG = {
                       "with double=False"),
     "argmax over the batch": (
         lambda r, term, o, t, g, double=True: r[:o.shape[1]] + g * t.max(axis=0), "axis 1"),
+    "gamma multiplies r too": (  # review 07h, F7
+        lambda r, term, o, t, g, double=True: g * (r + (1.0 - term) * _double(o, t, double)),
+        "gamma multiplies the reward too"),
+    "gamma multiplies r too, seen at gamma 0": (
+        lambda r, term, o, t, g, double=True: g * (r + (1.0 - term) * _double(o, t, double)),
+        "with gamma = 0 the target is the reward r alone"),
+    "terminal mask one row late": (
+        lambda r, term, o, t, g, double=True: r + g * (1.0 - np.roll(term, 1)) * _double(o, t, double),
+        "off by one row"),
 }
 
 
@@ -83,6 +92,11 @@ HUBER_WRONG = {
     "smooth L1": (_huber(lambda x, d: 0.5 * x**2 / d, lambda a, d: a - 0.5 * d), "smooth L1"),
     "x <= delta": (_huber(lambda x, d: 0.5 * x**2, lambda a, d: d * (a - 0.5 * d), test=lambda x: x),
                    "not x <= delta"),
+    "delta / 2 for delta**2 / 2": (_huber(lambda x, d: 0.5 * x**2, lambda a, d: d * a - 0.5 * d),  # 07h F7
+                                   "constant is delta**2 / 2"),
+    "switches at 1": (lambda x, delta=1.0: np.where(np.abs(x) <= 1.0, 0.5 * x**2,
+                                                    delta * (np.abs(x) - 0.5 * delta)),
+                      "not at |x| = 1"),
 }
 
 
@@ -154,6 +168,13 @@ CHANGE_WRONG = {
     "mean absolute change": (lambda b, a: np.abs(a - b).mean(axis=1), "single values moved"),
     "change of the gap": (lambda b, a: np.abs(_gap(a) - _gap(b)), "misses flips"),
     "signed": (lambda b, a: (a - b)[:, 1] - (a - b)[:, 0], "the change is a size"),
+    # review 07h, F1: a move relative to one action passed while action 0 was always at an extreme
+    "relative to action 0": (lambda b, a: np.abs((a - b) - (a - b)[:, :1]).max(axis=1), "*all* actions"),
+    "relative to the last action": (lambda b, a: np.abs((a - b) - (a - b)[:, -1:]).max(axis=1),
+                                    "*all* actions"),
+    "relative to the greedy action": (
+        lambda b, a: np.abs((a - b) - np.take_along_axis(a - b, b.argmax(1)[:, None], 1)).max(axis=1),
+        "*all* actions"),
 }
 
 
@@ -171,6 +192,8 @@ POLYAK_LAG_WRONG = {
     "half-life": (lambda tau: np.log(2) / -np.log1p(-tau), "half-life"),
     "ln 2 / tau": (lambda tau: np.log(2) / tau, "half-life"),
     "upside down": (lambda tau: tau / (1 - tau) if tau < 1 else 0.0, "upside down"),
+    "sum cut at 1,000 terms": (lambda tau: sum(k * tau * (1 - tau) ** k for k in range(1_000)),
+                               "stopped too early"),
     "not a number": (lambda tau: None, "one number"),
 }
 
@@ -188,6 +211,7 @@ TAU_PERIOD_WRONG = {
     "tau = 1/N": (lambda n: 1 / n, "twice the hard copy's"),
     "mean lag N/2": (lambda n: 2 / n, "not N / 2"),
     "tau = 1/(N+1)": (lambda n: 1 / (n + 1), "a mean lag of N"),
+    "tau = 2/(N-1)": (lambda n: 2 / (n - 1) if n > 1 else 1.0, "(N - 3) / 2"),
     "the lag, not tau": (lambda n: (n - 1) / 2, "a lag in steps"),
     "not a number": (lambda n: "2/(N+1)", "one number"),
 }

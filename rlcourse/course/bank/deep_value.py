@@ -96,6 +96,17 @@ def _dqn_targets_explain(case, got, expected):
     # which bootstrap the non-terminal rows used
     used = next((k for k, v in boot.items()
                  if np.allclose(got[live], rewards[live] + gamma * v[live])), None)
+    mask = 1.0 - terminated
+    if gamma != 0 and any(np.allclose(got, gamma * (rewards + mask * v)) for v in boot.values()):
+        return ("gamma multiplies the reward too: the reward r arrives now, undiscounted; only "
+                "the bootstrap is discounted, r + gamma * (1 - terminated) * value(s')")
+    if gamma == 0 and np.allclose(got, 0.0) and not np.allclose(expected, 0.0):
+        return ("with gamma = 0 the target is the reward r alone; yours is 0: gamma multiplies "
+                "only the bootstrap, not r")
+    shifted = [np.roll(terminated, 1), np.roll(terminated, -1)]
+    if any(np.allclose(got, rewards + gamma * (1.0 - m) * v) for m in shifted for v in boot.values()):
+        return ("the terminal mask is off by one row: terminated[i] says whether transition i's "
+                "own next state s'_i ended the episode, so it masks row i's bootstrap")
     wrong = ~np.isclose(got, expected)
     if used is not None and wrong[terminated].any():
         if np.allclose(got[terminated], rewards[terminated] + gamma * boot[used][terminated]):
@@ -157,6 +168,12 @@ def _huber_explain(case, got, expected):
     if _same(got, np.where(small, 0.5 * x**2, delta * ax)):
         return ("the linear part is delta * (|x| - delta / 2): without the - delta / 2 the two "
                 "parts do not meet at |x| = delta")
+    if delta != 1 and _same(got, np.where(small, 0.5 * x**2, delta * ax - 0.5 * delta)):
+        return ("the linear part's constant is delta**2 / 2: delta * (|x| - delta / 2) = "
+                "delta * |x| - delta**2 / 2, not delta * |x| - delta / 2")
+    if delta != 1 and _same(got, np.where(ax <= 1.0, 0.5 * x**2, delta * (ax - 0.5 * delta))):
+        return ("the two pieces switch at |x| = delta, not at |x| = 1: test np.abs(x) <= delta "
+                "(the cases use other deltas than 1)")
     if _same(got, np.where(small, 0.5 * x**2, ax - 0.5 * delta)) or \
             _same(got, np.where(small, 0.5 * x**2, ax - 0.5)):
         return "the linear part is multiplied by delta: delta * (|x| - delta / 2)"
@@ -275,10 +292,15 @@ def _change_cases():
     flipped = np.array([[80.0, 80.3], [90.0, 89.0]]), np.array([[80.4, 80.1], [90.5, 89.0]])
     rng = np.random.default_rng(3)
     three = 60 + rng.normal(size=(5, 3))
+    # action 0's move lies between the others' in every row, so a move measured relative to one
+    # action (rather than the spread over all of them) comes out smaller than the spread
+    middle = np.array([[70.0, 70.5, 71.0], [40.0, 39.0, 41.0], [55.0, 55.0, 55.0]])
     return [
         Case("every action of a state moved alike: no change in the differences", (before, shifted)),
         Case("greedy actions flip", flipped),
         Case("3 actions", (three, three + rng.normal(scale=0.5, size=(5, 3)))),
+        Case("3 actions, action 0 moved less than one and more than the other",
+             (middle, middle + np.array([[0.0, 1.0, -1.0], [0.2, -0.3, 0.5], [-0.1, 0.4, -0.6]]))),
     ]
 
 
@@ -296,6 +318,13 @@ def _change_explain(case, got, expected):
                 "stay the same while their difference moved by twice the gap")
     if _same(got, d[:, 1] - d[:, 0]) or (d.shape[1] == 2 and _same(got, d[:, 0] - d[:, 1])):
         return "the change is a size, >= 0: for two actions |change of (Q1 - Q0)|"
+    rows = np.arange(len(d))
+    anchors = [d[:, [a]] for a in range(d.shape[1])]
+    anchors += [d[rows, np.argmax(before, axis=1)][:, None], d[rows, np.argmax(after, axis=1)][:, None]]
+    if d.shape[1] > 2 and any(_same(got, np.abs(d - anchor).max(axis=1)) for anchor in anchors):
+        return ("you measured how far the actions moved relative to one action; with 3 or more "
+                "actions that misses two others moving apart: measure the spread of d over *all* "
+                "actions, max - min")
     return None
 
 
@@ -341,6 +370,10 @@ def _polyak_lag_explain(case, got, expected):
                 "*mean* age")
     if tau < 1 and np.isclose(got, tau / (1.0 - tau)):
         return "upside down: a small tau keeps old weights longer, so the lag must grow as tau shrinks"
+    if 0.5 * expected < got < expected:
+        return ("a little short: if you summed k tau (1 - tau)^k, the sum stopped too early (at a "
+                "small tau, ages past a thousand steps still carry weight); sum far longer or "
+                "find the closed form")
     return None
 
 
@@ -369,6 +402,9 @@ def _tau_for_period_explain(case, got, expected):
     if period > 1 and np.isclose(got, 2.0 / period):
         return ("a copy every N steps lags by 0, 1, ..., N - 1 steps: the mean is (N - 1) / 2, "
                 "not N / 2")
+    if period > 1 and np.isclose(got, 2.0 / (period - 1.0)):
+        return ("that tau gives a mean lag of (N - 3) / 2: solve (1 - tau) / tau = (N - 1) / 2 "
+                "again, (1 - tau) / tau = 1 / tau - 1")
     if period > 1 and np.isclose(got, 1.0 / (period + 1.0)):
         return ("that tau gives a mean lag of N, not the hard copy's (N - 1) / 2; solve "
                 "(1 - tau) / tau = (N - 1) / 2")
