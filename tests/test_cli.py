@@ -78,14 +78,32 @@ def test_stub_keeps_signature_and_docstring_and_raises_with_hint():
 def test_stub_solution_gives_each_exercise_function_its_own_hint():
     """A cell with two exercises' functions: each stub names its own exercise's hint (review 07f:
     tau_for_period's stub carried polyak_mean_lag's)."""
-    source = "def lag(tau):\n    return 1 / tau\n\n\ndef period(n):\n    return 2 / (n + 1)\n"
-    stub = stub_solution(source, hint="first", hints={"period": "the second one"})
+    source = ("def lag(tau):\n    return 1 / tau\n\n\ndef period(n):\n    return 2 / (n + 1)\n\n\n"
+              "def drift(n):\n    return n\n\n\nn = 5\nlags = [lag(0.1), period(n), drift(n)]\n"
+              "print(lags)\nanswer = 'B'\n")
+    stub = stub_solution(source, hint="first", hints={"lag": "first", "period": "the second one"},
+                         read_later={"answer"})
     namespace = {}
     exec(stub, namespace)
     with pytest.raises(NotImplementedError, match="Hint: first"):
         namespace["lag"](0.5)
     with pytest.raises(NotImplementedError, match="Hint: the second one"):
         namespace["period"](3)
+    # review 07h, F9: a helper carried an exercise's hint, and the confirming run left a row of
+    # dangling "name = None" lines; a name a later cell reads stays defined
+    with pytest.raises(NotImplementedError, match="helper"):
+        namespace["drift"](3)
+    assert namespace["answer"] is None and "lags" not in namespace and "n" not in namespace
+    assert stub.rstrip().endswith("# Then the confirmation the exercise asks for (a run, a print): write it here.")
+
+
+def test_a_cell_without_an_exercise_function_gives_every_function_the_cells_hint():
+    stub = stub_solution("def run(beta):\n    return beta\n\n\nrun(1)\n", hint="run it twice",
+                         hints={"other": "not this"}, read_later=set())
+    namespace = {}
+    exec(stub, namespace)
+    with pytest.raises(NotImplementedError, match="Hint: run it twice"):
+        namespace["run"](1)
 
 
 def test_a_function_checked_under_an_exercise_name_gets_that_exercises_hint():

@@ -122,34 +122,61 @@ _CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"']([^\"']+)[\"']")
 _ASSERTED_CHECK = re.compile(r"^(\s*)assert\s+(.*exercises\.check\(.*)$", re.M)
 
 
-def stub_solution(source: str, hint: str = "", hints: dict | None = None) -> str:
+def stub_solution(source: str, hint: str = "", hints: dict | None = None,
+                  read_later: set | None = None) -> str:
     """Replace the bodies of the functions in a solution cell by ``raise NotImplementedError``.
 
-    Signatures and docstrings stay, so the exercise check can still call the reader's function;
-    top-level assignments (answers computed in the cell) become ``name = None``. The first line
-    is a comment with the exercise's hint; a function named like an exercise in ``hints`` (name
-    -> hint) carries that exercise's own hint, the others ``hint``.
+    Signatures and docstrings stay, so the exercise check can still call the reader's function.
+    A function named like an exercise in ``hints`` (name -> hint) carries that exercise's own
+    hint, and the cell's other functions are helpers and say so; in a cell with no such function
+    every function carries ``hint``, which also heads the cell. A top-level assignment becomes
+    ``name = None`` if a later cell reads the name (``read_later``; None: every name), so those
+    cells still run; the rest of the cell (the confirming run, its prints) becomes one comment
+    asking for it.
     """
     tree = ast.parse(source)
     message = "Exercise: write this." + (f" Hint: {hint}" if hint else "")
-    hints = hints or {}
-    body = []
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    hints = hints if hints and any(f.name in hints for f in functions) else None
+    body, dropped = [], False
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             keep = [node.body[0]] if ast.get_docstring(node) else []
-            own = hints.get(node.name)
-            said = f"Exercise: write this. Hint: {own}" if own else message
-            raise_stmt = ast.parse(f"raise NotImplementedError({said!r})").body[0]
-            node.body = keep + [raise_stmt]
+            if hints is None:
+                said = message
+            elif node.name in hints:
+                said = f"Exercise: write this. Hint: {hints[node.name]}"
+            else:
+                said = "Exercise: write this helper; the exercise's confirmation uses it."
+            node.body = keep + [ast.parse(f"raise NotImplementedError({said!r})").body[0]]
             body.append(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-            body.extend(ast.parse(f"{n.id} = None").body for n in names)
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            kept = [n for n in names if read_later is None or n in read_later]
+            dropped = dropped or len(kept) < len(names)
+            body.extend(ast.parse(f"{name} = None").body[0] for name in kept)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             body.append(node)
-    flat = [n for item in body for n in (item if isinstance(item, list) else [item])]
-    return f"# {message}\n" + ast.unparse(ast.Module(body=flat, type_ignores=[])) + "\n"
+        else:
+            dropped = True
+    code = ast.unparse(ast.Module(body=body, type_ignores=[]))
+    confirm = ("# Then the confirmation the exercise asks for (a run, a print): write it here.\n"
+               if dropped else "")
+    return f"# {message}\n" + (code + "\n" if code else "") + confirm
+
+
+def _names_read(cells) -> set:
+    """Every name the code of ``cells`` reads (cells that do not parse are skipped)."""
+    names = set()
+    for cell in cells:
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:  # a cell with IPython magic: every word in it counts as read
+            names.update(re.findall(r"[A-Za-z_]\w*", "".join(cell["source"])))
+            continue
+        names.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return names
 
 
 _CHECKED_FUNCTION = re.compile(r"exercises\.check\(\s*[\"']([^\"']+)[\"']\s*,\s*([A-Za-z_]\w*)\s*\)")
@@ -198,7 +225,9 @@ def _student_edition(path: Path) -> dict:
             name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
                          for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
             hint = _REGISTRY[name].hint if name in _REGISTRY else ""
-            cell["source"] = stub_solution(source, hint, _hints_by_function(cells))
+            later = [c for c in cells[i + 1:] if c["cell_type"] == "code"
+                     and "solution" not in c.get("metadata", {}).get("tags", [])]
+            cell["source"] = stub_solution(source, hint, _hints_by_function(cells), _names_read(later))
         if _CHECK_CALL.search(source) and "solution" not in tags:
             cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
         if "solution" in tags or _CHECK_CALL.search(source):
