@@ -204,7 +204,8 @@ def dqn(env, model, params, total_steps: int, *, lr: float = 2.3e-3, gamma: floa
         gradient_steps: gradient steps per training phase.
         target_update: gradient steps between target-network updates.
         tau: 1 copies the online network into the target; below 1 moves it ``tau`` of the
-            way (Polyak averaging).
+            way (Polyak averaging). Either happens every ``target_update`` gradient steps, so
+            Polyak averaging after every step takes ``target_update=1``.
         epsilon_start, epsilon_end, exploration_fraction: epsilon falls linearly from
             ``epsilon_start`` to ``epsilon_end`` over ``exploration_fraction * total_steps``
             steps, then stays.
