@@ -97,6 +97,12 @@ def test_stub_solution_gives_each_exercise_function_its_own_hint():
     assert stub.rstrip().endswith("# Then the confirmation the exercise asks for (a run, a print): write it here.")
 
 
+def test_a_print_of_the_answer_asks_for_no_confirmation():
+    """review 07i, F9: a cell that computes one answer and prints it has nothing to confirm."""
+    stub = stub_solution("lag = 127.0\nprint(f'lag {lag}')\n", hint="h", read_later={"lag"})
+    assert stub == "# Exercise: write this. Hint: h\nlag = None\n"
+
+
 def test_a_cell_without_an_exercise_function_gives_every_function_the_cells_hint():
     stub = stub_solution("def run(beta):\n    return beta\n\n\nrun(1)\n", hint="run it twice",
                          hints={"other": "not this"}, read_later=set())

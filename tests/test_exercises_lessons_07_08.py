@@ -45,6 +45,8 @@ DQN_TARGETS_WRONG = {
     "plain DQN from the online net's max": (  # review 07f, G6: the message must not talk of Double
         _targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)] if d else o.max(axis=1)),
         "plain DQN (double=False) takes the target net's max"),
+    "the target net's min": (  # review 07i, F1: passed while a* was always the target's min
+        _targets(lambda o, t, d: t.min(axis=1) if d else t.max(axis=1)), "target net's smallest value"),
     "roles swapped": (_targets(lambda o, t, d: o[_rows(o), np.argmax(t, axis=1)] if d else t.max(1)),
                       "roles are swapped"),
     "always double": (_targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)]),
@@ -261,6 +263,16 @@ N_STEP_WRONG = {
     "first reward discounted": (_n_step(reward_powers=lambda n, g: g ** np.arange(1, n + 1)),
                                 "not discounted"),
     "max over the batch": (lambda r, t, q, g: q.max(axis=0), "max over the actions"),
+    # review 07i, F5
+    "masks the bootstrap by the last step only": (
+        lambda r, t, q, g: _n_step()(r, t, q, g) + np.where(t.any(axis=1) & ~t[:, -1],
+                                                            g ** r.shape[1] * q.max(axis=1), 0.0),
+        "at *any* step of the window"),
+    "drops the terminal step's reward": (
+        lambda r, t, q, g: (np.where(np.cumprod(~t, axis=1).astype(bool), r, 0.0)
+                            * g ** np.arange(r.shape[1])).sum(axis=1)
+        + np.where(t.any(axis=1), 0.0, g ** r.shape[1] * q.max(axis=1)),
+        "terminal step's own reward is missing"),
 }
 
 
@@ -301,6 +313,10 @@ STABLE_WRONG = {
     "upper end 0.4": (lambda a: (max(0.0, 0.5 - 1 / a), 0.4), "must not exceed 1"),
     "both ends wrong": (lambda a: (0.0, 1.0), "the lower end"),
 }
+
+
+def test_stable_gamma_range_accepts_a_numpy_pair(capsys):
+    accepted("stable_gamma_range", lambda a: np.array([max(0.0, 0.5 - 1 / a), 0.5]), capsys)
 
 
 @pytest.mark.parametrize("wrong", STABLE_WRONG, ids=list(STABLE_WRONG))

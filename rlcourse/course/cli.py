@@ -131,8 +131,8 @@ def stub_solution(source: str, hint: str = "", hints: dict | None = None,
     hint, and the cell's other functions are helpers and say so; in a cell with no such function
     every function carries ``hint``, which also heads the cell. A top-level assignment becomes
     ``name = None`` if a later cell reads the name (``read_later``; None: every name), so those
-    cells still run; the rest of the cell (the confirming run, its prints) becomes one comment
-    asking for it.
+    cells still run; the rest of the cell (the confirming run) becomes one comment asking for it,
+    unless all that is left is a print of the answer.
     """
     tree = ast.parse(source)
     message = "Exercise: write this." + (f" Hint: {hint}" if hint else "")
@@ -158,12 +158,18 @@ def stub_solution(source: str, hint: str = "", hints: dict | None = None,
             body.extend(ast.parse(f"{name} = None").body[0] for name in kept)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             body.append(node)
-        else:
+        elif not _is_print(node):  # a lone print of the answer asks for nothing more
             dropped = True
     code = ast.unparse(ast.Module(body=body, type_ignores=[]))
     confirm = ("# Then the confirmation the exercise asks for (a run, a print): write it here.\n"
                if dropped else "")
     return f"# {message}\n" + (code + "\n" if code else "") + confirm
+
+
+def _is_print(node) -> bool:
+    """``node`` is a statement that only calls print."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "print")
 
 
 def _names_read(cells) -> set:

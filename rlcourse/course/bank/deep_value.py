@@ -21,7 +21,7 @@ import numpy as np
 from ...algos.dqn import dqn_targets
 from ...algos.dqn_diagnostics import action_gap, relative_change
 from ...algos.reinforce import softmax_score
-from ..registry import Case, register
+from ..registry import Case, default_compare, register
 
 __all__: list[str] = []  # registers exercises on import; nothing to export
 
@@ -55,15 +55,22 @@ def _choice(choices: dict):
 
 def _dqn_case(seed, double, gamma=0.9):
     """Six transitions, 3 actions, terminals at 2 and 5; the online and the target net disagree
-    on the best next action in every row, so each mix-up of the two nets gives other numbers."""
+    on the best next action in every row, so each mix-up of the two nets gives other numbers.
+    The target's value at the online net's best action is the row's smallest in odd rows and
+    lies strictly between the other two in even rows (review 07i, F1: with it always the
+    smallest, "Double DQN = the target net's min" passed)."""
     rng = np.random.default_rng(seed)
     rewards = rng.normal(size=6)
     terminated = np.array([False, False, True, False, False, True])
     online = rng.normal(size=(6, 3))
     target = rng.normal(size=(6, 3))
-    for i in range(6):  # make the target's best action differ from the online's
+    for i in range(6):
         a = int(np.argmax(online[i]))
-        target[i, a] = target[i].min() - 0.5
+        others = np.delete(target[i], a)
+        if abs(others[0] - others[1]) < 0.2:  # room for a value strictly between them
+            others[1] = others[0] + 1.0
+            target[i, [b for b in range(3) if b != a]] = others
+        target[i, a] = others.min() - 0.5 if i % 2 else others.mean()
     return (rewards, terminated, online, target, gamma, double)
 
 
@@ -91,6 +98,7 @@ def _dqn_targets_explain(case, got, expected):
         "max_online": online.max(axis=1),
         "double": target[rows, np.argmax(online, axis=1)],
         "swapped": online[rows, np.argmax(target, axis=1)],
+        "min_target": target.min(axis=1),
     }
     live = ~terminated
     # which bootstrap the non-terminal rows used
@@ -125,6 +133,10 @@ def _dqn_targets_explain(case, got, expected):
                     "takes the target net's max, max_a Q_target(s', a)")
         return ("you bootstrapped from the online net's own max: the value must come from the "
                 "target net (Double DQN: the online net only *selects* a*)")
+    if used == "min_target":
+        return ("you took the target net's smallest value, min_a Q_target(s', a): Double DQN "
+                "evaluates the online net's best action a* = argmax Q_online(s'), whatever rank "
+                "Q_target(s', a*) has among the target's values")
     if used == "swapped":
         return ("the roles are swapped: select the action with the online net, evaluate it with "
                 "the target net")
@@ -471,6 +483,15 @@ def _n_step_explain(case, got, expected):
     if _same(got, every + gamma**n * vmax) and ended.any():
         return ("the episode's end is ignored: stop the sum at a terminal step and do not "
                 "bootstrap after it")
+    last_only = own + np.where(terminated[:, -1], 0.0, gamma**n * vmax)
+    if _same(got, last_only) and (ended & ~terminated[:, -1]).any():
+        return ("an episode that ended at *any* step of the window must not bootstrap, not only "
+                "one that ended at its last step")
+    through = np.cumprod(~terminated, axis=1).astype(bool)  # steps before the first terminal
+    if _same(got, (np.where(through, rewards, 0.0) * powers).sum(axis=1)
+             + np.where(ended, 0.0, gamma**n * vmax)) and ended.any():
+        return ("the terminal step's own reward is missing: it is the episode's last reward and "
+                "belongs to the sum; only the rewards *after* it belong to the next episode")
     for power, what in ((n - 1, "n - 1"), (n + 1, "n + 1")):
         if _same(got, own + np.where(ended, 0.0, gamma**power * vmax)):
             return (f"the bootstrap is discounted by gamma^n (n rewards come before it), not "
@@ -563,8 +584,16 @@ def _stable_high_reason(alpha, high):
             "2 gamma - 1 <= 0, gamma <= 1/2, for every alpha")
 
 
+def _as_pair(got):
+    """A numpy array of two numbers is a pair too (review 07i, F6)."""
+    if isinstance(got, np.ndarray) and got.shape == (2,):
+        return tuple(got.tolist())
+    return got
+
+
 def _stable_gamma_explain(case, got, expected):
     (alpha,) = case.args
+    got = _as_pair(got)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return the pair (lowest gamma, highest gamma)"
     low, high = float(got[0]), float(got[1])
@@ -580,6 +609,7 @@ def _stable_gamma_explain(case, got, expected):
 
 register(
     "stable_gamma_range", _stable_gamma_reference, _stable_gamma_cases,
+    compare=lambda got, expected: default_compare(_as_pair(got), expected),
     explain=_stable_gamma_explain,
     hint="w is multiplied by the same factor at every update: when does a power of a number stay "
          "bounded?",
