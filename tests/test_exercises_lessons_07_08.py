@@ -47,6 +47,9 @@ DQN_TARGETS_WRONG = {
         "plain DQN (double=False) takes the target net's max"),
     "the target net's min": (  # review 07i, F1: passed while a* was always the target's min
         _targets(lambda o, t, d: t.min(axis=1) if d else t.max(axis=1)), "target net's smallest value"),
+    "clipped double Q": (  # review 07j, F8
+        _targets(lambda o, t, d: np.minimum(o, t)[_rows(t), np.argmax(o, axis=1)] if d else t.max(axis=1)),
+        "clipped double Q"),
     "roles swapped": (_targets(lambda o, t, d: o[_rows(o), np.argmax(t, axis=1)] if d else t.max(1)),
                       "roles are swapped"),
     "always double": (_targets(lambda o, t, d: t[_rows(t), np.argmax(o, axis=1)]),

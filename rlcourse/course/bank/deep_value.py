@@ -99,6 +99,7 @@ def _dqn_targets_explain(case, got, expected):
         "double": target[rows, np.argmax(online, axis=1)],
         "swapped": online[rows, np.argmax(target, axis=1)],
         "min_target": target.min(axis=1),
+        "clipped": np.minimum(online, target)[rows, np.argmax(online, axis=1)],
     }
     live = ~terminated
     # which bootstrap the non-terminal rows used
@@ -133,6 +134,9 @@ def _dqn_targets_explain(case, got, expected):
                     "takes the target net's max, max_a Q_target(s', a)")
         return ("you bootstrapped from the online net's own max: the value must come from the "
                 "target net (Double DQN: the online net only *selects* a*)")
+    if used == "clipped":
+        return ("you took min(Q_online(s', a*), Q_target(s', a*)): that is clipped double Q "
+                "(TD3's); Double DQN takes the target net's value at a*, Q_target(s', a*)")
     if used == "min_target":
         return ("you took the target net's smallest value, min_a Q_target(s', a): Double DQN "
                 "evaluates the online net's best action a* = argmax Q_online(s'), whatever rank "
