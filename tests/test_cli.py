@@ -94,7 +94,8 @@ def test_stub_solution_gives_each_exercise_function_its_own_hint():
     with pytest.raises(NotImplementedError, match="helper"):
         namespace["drift"](3)
     assert namespace["answer"] is None and "lags" not in namespace and "n" not in namespace
-    assert stub.rstrip().endswith("# Then the confirmation the exercise asks for (a run, a print): write it here.")
+    assert stub.rstrip().endswith(
+        "# Then the confirmation the exercise asks for (a run, a print): write it here.")
 
 
 def test_a_print_of_the_answer_asks_for_no_confirmation():

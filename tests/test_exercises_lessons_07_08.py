@@ -241,64 +241,64 @@ def test_tau_for_period_matches_a_simulated_drift():
         assert abs(np.mean(lags_polyak[-period * 10:]) - np.mean(lags_hard[-period * 10:])) < 1e-6 * period
 
 
-def _alive(terminated):
-    first = np.ones((len(terminated), 1), bool)
-    return np.cumprod(np.concatenate([first, ~terminated[:, :-1]], axis=1), axis=1).astype(bool)
-
-
-def _n_step(reward_powers=lambda n, g: g ** np.arange(n), stop=True, boot_power=lambda n: n,
-            boot_when_ended=False):
-    def targets(rewards, terminated, next_q, gamma):
+def _n_step(first=True, truncation="bootstrap", column="end", shift=1, end_reward=True,
+            reward_shift=0, discount=True, terminal_boots=False, past_end=False, no_end_power=0,
+            last_step_mask=False):
+    """A loop over the windows with one typical mistake switched on (none: the right answer)."""
+    def targets(rewards, terminated, truncated, next_q, gamma):
         n = rewards.shape[1]
-        r = np.where(_alive(terminated), rewards, 0.0) if stop else rewards
-        total = (r * reward_powers(n, gamma)).sum(axis=1)
-        boot = np.ones(len(rewards), bool) if boot_when_ended else ~terminated.any(axis=1)
-        return total + np.where(boot, gamma ** boot_power(n) * next_q.max(axis=1), 0.0)
+        out = []
+        for r, te, tr, q in zip(rewards, terminated, truncated, next_q):
+            ends = [k for k in range(n) if te[k] or (tr[k] and truncation != "ignore")]
+            k_end = (ends[0] if first else ends[-1]) if ends else None
+            stop = n - 1 if k_end is None or past_end else k_end
+            total = 0.0
+            for k in range(stop + 1):
+                if k == k_end and not end_reward:
+                    break
+                total += (gamma ** (k + reward_shift) if discount else 1.0) * r[k]
+            if last_step_mask:
+                boot_at = None if te[-1] else n - 1
+            elif k_end is None:
+                boot_at = n - 1
+            elif te[k_end]:
+                boot_at = k_end if terminal_boots else None
+            else:
+                boot_at = k_end if truncation == "bootstrap" else None
+            if boot_at is not None:
+                power = n + no_end_power if k_end is None or last_step_mask else k_end + shift
+                total += gamma ** power * q[boot_at if column == "end" else n - 1].max()
+            out.append(total)
+        return np.array(out)
     return targets
 
 
 N_STEP_WRONG = {
-    "bootstraps after a terminal": (_n_step(boot_when_ended=True), "must not bootstrap"),
-    "sums past the terminal": (_n_step(stop=False), "belong to the next episode"),
-    "ignores the end": (_n_step(stop=False, boot_when_ended=True), "end is ignored"),
-    "gamma^(n-1)": (_n_step(boot_power=lambda n: n - 1), "not gamma^(n - 1)"),
-    "gamma^(n+1)": (_n_step(boot_power=lambda n: n + 1), "not gamma^(n + 1)"),
-    "first reward discounted": (_n_step(reward_powers=lambda n, g: g ** np.arange(1, n + 1)),
-                                "not discounted"),
-    "max over the batch": (lambda r, t, q, g: q.max(axis=0), "max over the actions"),
-    # review 07i, F5
-    "masks the bootstrap by the last step only": (
-        lambda r, t, q, g: _n_step()(r, t, q, g) + np.where(t.any(axis=1) & ~t[:, -1],
-                                                            g ** r.shape[1] * q.max(axis=1), 0.0),
-        "at *any* step of the window"),
-    "drops the terminal step's reward": (
-        lambda r, t, q, g: (np.where(np.cumprod(~t, axis=1).astype(bool), r, 0.0)
-                            * g ** np.arange(r.shape[1])).sum(axis=1)
-        + np.where(t.any(axis=1), 0.0, g ** r.shape[1] * q.max(axis=1)),
-        "terminal step's own reward is missing"),
+    "truncation as termination": (_n_step(truncation="terminal"), "a time limit is not a termination"),
+    "truncation ignored": (_n_step(truncation="ignore"), "ends the episode too"),
+    "bootstraps from the last column": (_n_step(column="last"), "not from the window's last column"),
+    "truncation bootstrap gamma^k": (_n_step(shift=0), "gamma^(k+1), not gamma^k"),
+    "stops at the last end": (_n_step(first=False), "*first* end"),  # review 07k, F6
+    "bootstraps after a terminal": (_n_step(terminal_boots=True), "must not bootstrap"),
+    "sums past the end": (_n_step(past_end=True), "belong to the next episode"),
+    "drops the end step's reward": (_n_step(end_reward=False), "reward of the step that ended"),
+    "undiscounted rewards": (_n_step(discount=False), "discounted by gamma^k"),  # review 07k, F7
+    "first reward discounted": (_n_step(reward_shift=1), "not discounted"),
+    "no-end bootstrap gamma^(n-1)": (_n_step(no_end_power=-1), "gamma^n, not gamma^2"),
+    "masks the bootstrap by the last step only": (_n_step(last_step_mask=True), "at *any* step"),
+    "max over the batch": (lambda r, te, tr, q, g: q.max(axis=(0, 2))[:len(r)], "one target per window"),
 }
 
 
 @pytest.mark.parametrize("wrong", N_STEP_WRONG, ids=list(N_STEP_WRONG))
 def test_n_step_dqn_targets_rejects(wrong, capsys):
-    _check_all("n_step_dqn_targets", N_STEP_WRONG, wrong, capsys)
+    fn, diagnosis = N_STEP_WRONG[wrong]
+    out = rejected("n_step_dqn_targets", fn, capsys)
+    assert diagnosis is None or diagnosis in out, f"{wrong}: expected {diagnosis!r} in:\n{out}"
 
 
-def test_n_step_dqn_targets_accepts_a_loop(capsys):
-    def loop(rewards, terminated, next_q, gamma):
-        out = []
-        for r, done, q in zip(rewards, terminated, next_q):
-            total, discount = 0.0, 1.0
-            for k in range(len(r)):
-                total += discount * r[k]
-                discount *= gamma
-                if done[k]:
-                    break
-            else:
-                total += discount * q.max()
-            out.append(total)
-        return np.array(out)
-    accepted("n_step_dqn_targets", loop, capsys)
+def test_n_step_dqn_targets_accepts_the_loop_without_mistakes(capsys):
+    accepted("n_step_dqn_targets", _n_step(), capsys)
 
 
 STABLE_WRONG = {

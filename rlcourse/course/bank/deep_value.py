@@ -2,8 +2,9 @@
 
 Lesson 07 (DQN). Build it: ``dqn_targets``, ``huber``, ``ring_write`` (the replay buffer's
 index arithmetic), ``action_gap`` and ``relative_change`` (the diagnostics). Exercises:
-``polyak_mean_lag`` and ``tau_for_period`` (Polyak targets against a hard copy), ``n_step_dqn_targets``,
-``stable_gamma_range`` and ``triad_overshoot_why`` (the deadly triad's two ways to diverge).
+``polyak_mean_lag`` and ``tau_for_period`` (Polyak targets against a hard copy),
+``stable_gamma_range`` and ``triad_overshoot_why`` (the deadly triad's two ways to diverge) and
+``n_step_dqn_targets`` (with terminations and time limits inside the windows).
 
 Lesson 08 (REINFORCE). Build it: ``softmax_score``, ``reward_to_go``, ``episode_gradients``
 (a linear-softmax policy's per-episode estimate) and ``leave_one_out_weights``. Exercises:
@@ -438,82 +439,149 @@ register(
 )
 
 
-# ------------------------------------------------------------------ medium: n_step_dqn_targets
+# ------------------------------------------------------------------ hard: n_step_dqn_targets
 
 
-def _n_step_reference(rewards, terminated, next_q_target, gamma):
+def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop="first",
+                   truncation="bootstrap", boot_power=lambda k: k + 1, boot_column="end",
+                   end_reward=True, reward_power=lambda k: k, terminal_bootstraps=False,
+                   sum_past_end=False, last_step_mask=False):
+    """n-step targets, one window at a time; the keyword arguments other than their defaults
+    each make one typical mistake (the reference is the defaults).
+
+    A window's sum stops at its first end (``stop``): a termination adds no bootstrap, a
+    truncation at step k bootstraps ``gamma^(k+1) max_a next_q_target[b, k]``; a window with no
+    end bootstraps ``gamma^n max_a next_q_target[b, n - 1]``."""
     rewards = np.asarray(rewards, dtype=float)
     terminated = np.asarray(terminated, dtype=bool)
+    truncated = np.asarray(truncated, dtype=bool)
+    values = np.asarray(next_q_target, dtype=float).max(axis=2)
     n = rewards.shape[1]
-    alive = np.cumprod(np.concatenate([np.ones((len(rewards), 1), bool), ~terminated[:, :-1]],
-                                      axis=1), axis=1).astype(bool)  # step k is still this episode
-    powers = gamma ** np.arange(n)
-    total = (np.where(alive, rewards, 0.0) * powers).sum(axis=1)
-    bootstrap = ~terminated.any(axis=1)
-    return total + np.where(bootstrap, gamma**n * np.asarray(next_q_target).max(axis=1), 0.0)
+    out = np.zeros(len(rewards))
+    for b in range(len(rewards)):
+        ends = terminated[b] | (truncated[b] if truncation != "ignore" else False)
+        where = np.flatnonzero(ends)
+        k_end = None if stop == "none" or not where.size else int(where[0] if stop == "first" else where[-1])
+        last = n - 1 if k_end is None else k_end
+        total = 0.0
+        for k in range(n if sum_past_end else last + 1):
+            if k == k_end and not end_reward:
+                break
+            total += gamma ** reward_power(k) * rewards[b, k]
+        if last_step_mask:  # the bootstrap decided by the window's last step alone
+            if not terminated[b, -1]:
+                total += gamma ** n * values[b, n - 1]
+            out[b] = total
+            continue
+        if k_end is None:
+            boot = True
+        elif terminated[b, k_end]:
+            boot = terminal_bootstraps
+        else:
+            boot = truncation == "bootstrap"
+        if boot:
+            column = last if boot_column == "end" else n - 1
+            total += gamma ** (boot_power(last) if k_end is not None else n) * values[b, column]
+        out[b] = total
+    return out
+
+
+def _n_step_reference(rewards, terminated, truncated, next_q_target, gamma):
+    return _n_step_target(rewards, terminated, truncated, next_q_target, gamma)
 
 
 def _n_step_cases():
     rng = np.random.default_rng(11)
-    rewards = rng.normal(size=(5, 3)) + 1.0
-    terminated = np.array([[False, False, False], [False, True, False], [True, False, False],
-                           [False, False, True], [False, False, False]])
-    next_q = rng.normal(size=(5, 2)) + 5.0
+    rewards = rng.normal(size=(6, 3)) + 1.0
+    none = np.zeros((6, 3), bool)
+    terminated = np.array([[0, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]], bool)
+    truncated = np.array([[0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 1, 0], [1, 0, 0]], bool)
+    next_q = rng.normal(size=(6, 3, 2)) + 5.0
+    rewards5 = rng.normal(size=(3, 5)) + 1.0
+    # two episode ends in one window: after the first, later steps belong to later episodes
+    term5 = np.array([[0, 1, 0, 1, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 0]], bool)
+    trunc5 = np.array([[0, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 1]], bool)
+    next_q5 = rng.normal(size=(3, 5, 3)) + 5.0
     return [
-        Case("n = 3, episodes ending inside some windows", (rewards, terminated, next_q, 0.9)),
-        Case("n = 1: one-step targets", (rewards[:, :1], terminated[:, :1], next_q, 0.9)),
-        Case("n = 3, gamma 0.5, no terminal", (rewards, np.zeros((5, 3), bool), next_q, 0.5)),
+        Case("n = 3, episodes terminating inside some windows, no time limit",
+             (rewards, terminated, none, next_q, 0.9)),
+        Case("n = 3, time limits and terminations inside windows",
+             (rewards, terminated, truncated, next_q, 0.9)),
+        Case("n = 5, two episode ends in one window", (rewards5, term5, trunc5, next_q5, 0.8)),
+        Case("n = 1: one-step targets", (rewards[:, :1], terminated[:, :1], truncated[:, :1],
+                                         next_q[:, :1], 0.9)),
+        Case("n = 3, gamma 0.5, no episode ends", (rewards, none, none, next_q, 0.5)),
     ]
 
 
+_N_STEP_MISTAKES = [
+    (dict(truncation="terminal"),
+     "a time limit is not a termination: the episode was cut, the state after it still has a "
+     "future, so a window that hits the limit at step k bootstraps gamma^(k+1) max_a Q(s_{t+k+1}, a)"),
+    (dict(truncation="ignore"),
+     "a time-limit truncation ends the episode too: the sum stops there (later rewards belong to "
+     "the next episode) and bootstraps from the state after the truncation"),
+    (dict(boot_column="last"),
+     "after a truncation at step k, bootstrap from next_q_target[:, k] (the state after step k), "
+     "not from the window's last column"),
+    (dict(boot_power=lambda k: k),
+     "a truncation at step k comes after k + 1 rewards: its bootstrap is discounted by "
+     "gamma^(k+1), not gamma^k"),
+    (dict(stop="last"),
+     "the sum stops at the *first* end in the window; steps after it belong to later episodes, "
+     "even if one of those ends too"),
+    (dict(stop="none"),
+     "the episode's end is ignored: stop the sum at the first terminal or truncated step, and "
+     "bootstrap only as that step allows"),
+    (dict(sum_past_end=True),
+     "rewards after an episode's end belong to the next episode: sum only up to and including "
+     "the first end"),
+    (dict(terminal_bootstraps=True),
+     "a window in which the episode terminated must not bootstrap: there is no next state of "
+     "this episode"),
+    (dict(last_step_mask=True),
+     "an episode that ended at *any* step of the window must not bootstrap from the window's "
+     "end, not only one that ended at its last step"),
+    (dict(end_reward=False),
+     "the reward of the step that ended the episode is missing: it is the episode's last reward "
+     "and belongs to the sum"),
+    (dict(reward_power=lambda k: 0),
+     "each reward r_{t+k} is discounted by gamma^k: the sum is r_t + gamma r_{t+1} + ..."),
+    (dict(reward_power=lambda k: k + 1),
+     "the first reward r_t is not discounted: weights 1, gamma, gamma^2, ..."),
+]
+
+
 def _n_step_explain(case, got, expected):
-    rewards, terminated, next_q, gamma = case.args
+    rewards, terminated, truncated, next_q, gamma = case.args
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if got.shape != expected.shape:
+        return f"one target per window, shape {expected.shape}: max over the actions (the last axis)"
+    for flags, message in _N_STEP_MISTAKES:
+        if _same(got, _n_step_target(*case.args, **flags)):
+            return message
     n = rewards.shape[1]
-    powers = gamma ** np.arange(n)
-    alive = np.cumprod(np.concatenate([np.ones((len(rewards), 1), bool), ~terminated[:, :-1]],
-                                      axis=1), axis=1).astype(bool)
-    ended = terminated.any(axis=1)
-    vmax = next_q.max(axis=1)
-    own = (np.where(alive, rewards, 0.0) * powers).sum(axis=1)
-    every = (rewards * powers).sum(axis=1)
-    if np.asarray(got).shape != expected.shape:
-        return f"one target per window, shape {expected.shape}: max over the actions (axis 1)"
-    if _same(got, own + gamma**n * vmax) and ended.any():
-        return ("a window in which the episode terminated must not bootstrap: there is no "
-                "s_{t+n} of this episode")
-    if _same(got, every + np.where(ended, 0.0, gamma**n * vmax)) and ended.any():
-        return ("rewards after a terminal step belong to the next episode: sum only up to and "
-                "including the terminal step")
-    if _same(got, every + gamma**n * vmax) and ended.any():
-        return ("the episode's end is ignored: stop the sum at a terminal step and do not "
-                "bootstrap after it")
-    last_only = own + np.where(terminated[:, -1], 0.0, gamma**n * vmax)
-    if _same(got, last_only) and (ended & ~terminated[:, -1]).any():
-        return ("an episode that ended at *any* step of the window must not bootstrap, not only "
-                "one that ended at its last step")
-    through = np.cumprod(~terminated, axis=1).astype(bool)  # steps before the first terminal
-    if _same(got, (np.where(through, rewards, 0.0) * powers).sum(axis=1)
-             + np.where(ended, 0.0, gamma**n * vmax)) and ended.any():
-        return ("the terminal step's own reward is missing: it is the episode's last reward and "
-                "belongs to the sum; only the rewards *after* it belong to the next episode")
-    for power, what in ((n - 1, "n - 1"), (n + 1, "n + 1")):
-        if _same(got, own + np.where(ended, 0.0, gamma**power * vmax)):
-            return (f"the bootstrap is discounted by gamma^n (n rewards come before it), not "
-                    f"gamma^({what})")
-    if _same(got, (np.where(alive, rewards, 0.0) * gamma ** np.arange(1, n + 1)).sum(axis=1)
-             + np.where(ended, 0.0, gamma**n * vmax)):
-        return "the first reward r_t is not discounted: weights 1, gamma, gamma^2, ..."
+    plain = _n_step_target(*case.args, stop="none", truncation="ignore")
+    for power in (n - 1, n + 1):
+        if not (terminated | truncated).any() and _same(got, plain - gamma**n * next_q[:, -1].max(axis=1)
+                                                        + gamma**power * next_q[:, -1].max(axis=1)):
+            return (f"a window with no end bootstraps after n rewards: gamma^n, not "
+                    f"gamma^{power}")
     return None
 
 
 register(
     "n_step_dqn_targets", _n_step_reference, _n_step_cases, explain=_n_step_explain,
-    hint="discount each reward by how many steps after t it came; a window that reaches the "
-         "episode's end has no state to bootstrap from, and nothing after the end is its",
+    hint="walk each window up to its first end; a termination has no future, a time limit at "
+         "step k does (from the state after step k, k + 1 rewards later); rewards after the end "
+         "belong to the next episode",
 )
 
 
-# ------------------------------------------------------------------ hard: stable_gamma_range
+# ------------------------------------------------------------------ medium: stable_gamma_range
 
 
 def _lag_one_over_n_explain(case, got, expected):
