@@ -243,7 +243,8 @@ def test_tau_for_period_matches_a_simulated_drift():
 
 def _n_step(first=True, truncation="bootstrap", column="end", shift=1, end_reward=True,
             reward_shift=0, discount=True, terminal_boots=False, past_end=False, no_end_power=0,
-            last_step_mask=False):
+            last_step_mask=False, truncation_wins=False, argmax_bug=False, mean=False,
+            trunc_power_n=False):
     """A loop over the windows with one typical mistake switched on (none: the right answer)."""
     def targets(rewards, terminated, truncated, next_q, gamma):
         n = rewards.shape[1]
@@ -260,14 +261,16 @@ def _n_step(first=True, truncation="bootstrap", column="end", shift=1, end_rewar
             if last_step_mask:
                 boot_at = None if te[-1] else n - 1
             elif k_end is None:
-                boot_at = n - 1
-            elif te[k_end]:
+                boot_at = 0 if argmax_bug else n - 1
+            elif te[k_end] and not (truncation_wins and tr[k_end]):
                 boot_at = k_end if terminal_boots else None
             else:
                 boot_at = k_end if truncation == "bootstrap" else None
             if boot_at is not None:
                 power = n + no_end_power if k_end is None or last_step_mask else k_end + shift
-                total += gamma ** power * q[boot_at if column == "end" else n - 1].max()
+                power = 1 if argmax_bug and k_end is None else n if trunc_power_n else power
+                values = q[boot_at if column == "end" else n - 1]
+                total += gamma ** power * (values.mean() if mean else values.max())
             out.append(total)
         return np.array(out)
     return targets
@@ -287,6 +290,11 @@ N_STEP_WRONG = {
     "no-end bootstrap gamma^(n-1)": (_n_step(no_end_power=-1), "gamma^n, not gamma^2"),
     "masks the bootstrap by the last step only": (_n_step(last_step_mask=True), "at *any* step"),
     "max over the batch": (lambda r, te, tr, q, g: q.max(axis=(0, 2))[:len(r)], "one target per window"),
+    # review 07l, F3 and F4
+    "truncation wins over termination": (_n_step(truncation_wins=True), "the termination wins"),
+    "argmax of a window with no end": (_n_step(argmax_bug=True), "argmax of a"),
+    "mean over the actions": (_n_step(mean=True), "not the mean"),
+    "truncation bootstrap gamma^n": (_n_step(trunc_power_n=True), "gamma^(k+1), not gamma^n"),
 }
 
 

@@ -445,7 +445,8 @@ register(
 def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop="first",
                    truncation="bootstrap", boot_power=lambda k: k + 1, boot_column="end",
                    end_reward=True, reward_power=lambda k: k, terminal_bootstraps=False,
-                   sum_past_end=False, last_step_mask=False):
+                   sum_past_end=False, last_step_mask=False, truncation_wins=False,
+                   no_end_at_step_0=False, reduce="max"):
     """n-step targets, one window at a time; the keyword arguments other than their defaults
     each make one typical mistake (the reference is the defaults).
 
@@ -455,7 +456,7 @@ def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop
     rewards = np.asarray(rewards, dtype=float)
     terminated = np.asarray(terminated, dtype=bool)
     truncated = np.asarray(truncated, dtype=bool)
-    values = np.asarray(next_q_target, dtype=float).max(axis=2)
+    values = getattr(np.asarray(next_q_target, dtype=float), reduce)(axis=2)
     n = rewards.shape[1]
     out = np.zeros(len(rewards))
     for b in range(len(rewards)):
@@ -473,15 +474,19 @@ def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop
                 total += gamma ** n * values[b, n - 1]
             out[b] = total
             continue
+        if k_end is None and no_end_at_step_0:  # argmax of a row with no end is 0
+            out[b] = total + gamma * values[b, 0]
+            continue
         if k_end is None:
             boot = True
-        elif terminated[b, k_end]:
+        elif terminated[b, k_end] and not (truncation_wins and truncated[b, k_end]):
             boot = terminal_bootstraps
         else:
             boot = truncation == "bootstrap"
         if boot:
             column = last if boot_column == "end" else n - 1
-            total += gamma ** (boot_power(last) if k_end is not None else n) * values[b, column]
+            power = n if k_end is None or boot_power is None else boot_power(last)
+            total += gamma ** power * values[b, column]
         out[b] = total
     return out
 
@@ -502,12 +507,17 @@ def _n_step_cases():
     term5 = np.array([[0, 1, 0, 1, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 0]], bool)
     trunc5 = np.array([[0, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 1]], bool)
     next_q5 = rng.normal(size=(3, 5, 3)) + 5.0
+    # a step that both terminated and hit the time limit: the termination wins
+    both_term = np.array([[0, 1, 0], [0, 0, 0], [1, 0, 0]], bool)
+    both_trunc = np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]], bool)
     return [
         Case("n = 3, episodes terminating inside some windows, no time limit",
              (rewards, terminated, none, next_q, 0.9)),
         Case("n = 3, time limits and terminations inside windows",
              (rewards, terminated, truncated, next_q, 0.9)),
         Case("n = 5, two episode ends in one window", (rewards5, term5, trunc5, next_q5, 0.8)),
+        Case("n = 3, steps both terminated and truncated", (rewards[:3], both_term, both_trunc,
+                                                            next_q[:3], 0.9)),
         Case("n = 1: one-step targets", (rewards[:, :1], terminated[:, :1], truncated[:, :1],
                                          next_q[:, :1], 0.9)),
         Case("n = 3, gamma 0.5, no episode ends", (rewards, none, none, next_q, 0.5)),
@@ -521,12 +531,23 @@ _N_STEP_MISTAKES = [
     (dict(truncation="ignore"),
      "a time-limit truncation ends the episode too: the sum stops there (later rewards belong to "
      "the next episode) and bootstraps from the state after the truncation"),
+    (dict(truncation_wins=True),
+     "a step can be both terminated and truncated; then the termination wins: the episode "
+     "really ended, so nothing is bootstrapped"),
+    (dict(no_end_at_step_0=True),
+     "a window with no end bootstraps gamma^n from the state after its last step; argmax of a "
+     "row with no True is 0, so ended.argmax(axis=1) alone points such windows at step 0"),
+    (dict(reduce="mean"),
+     "the bootstrap takes the best action's value, max over the actions, not the mean"),
     (dict(boot_column="last"),
      "after a truncation at step k, bootstrap from next_q_target[:, k] (the state after step k), "
      "not from the window's last column"),
     (dict(boot_power=lambda k: k),
      "a truncation at step k comes after k + 1 rewards: its bootstrap is discounted by "
      "gamma^(k+1), not gamma^k"),
+    (dict(boot_power=None),
+     "a truncation at step k comes after k + 1 rewards: its bootstrap is discounted by "
+     "gamma^(k+1), not gamma^n"),
     (dict(stop="last"),
      "the sum stops at the *first* end in the window; steps after it belong to later episodes, "
      "even if one of those ends too"),
