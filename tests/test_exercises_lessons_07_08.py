@@ -276,6 +276,12 @@ def _n_step(first=True, truncation="bootstrap", column="end", shift=1, end_rewar
     return targets
 
 
+def _first(flags, n):
+    """The first True step of a window, or its last step if there is none."""
+    hits = np.flatnonzero(flags)
+    return int(hits[0]) if hits.size else n - 1
+
+
 N_STEP_WRONG = {
     "truncation as termination": (_n_step(truncation="terminal"), "a time limit is not a termination"),
     "truncation ignored": (_n_step(truncation="ignore"), "ends the episode too"),
@@ -295,6 +301,12 @@ N_STEP_WRONG = {
     "argmax of a window with no end": (_n_step(argmax_bug=True), "argmax of a"),
     "mean over the actions": (_n_step(mean=True), "not the mean"),
     "truncation bootstrap gamma^n": (_n_step(trunc_power_n=True), "gamma^(k+1), not gamma^n"),
+    "a time limit stops the bootstrap only": (  # review 07m, F3
+        lambda r, te, tr, q, g: np.array([
+            sum(g**k * r[b, k] for k in range(_first(te[b], r.shape[1]) + 1))
+            + (0.0 if (te[b] | tr[b])[:_first(te[b], r.shape[1]) + 1].any()
+               else g ** r.shape[1] * q[b, -1].max()) for b in range(len(r))]),
+        "ends the reward sum too"),
 }
 
 

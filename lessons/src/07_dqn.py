@@ -106,12 +106,13 @@ for init in (0, 1, 2):
 # $Q(s, 1)$'s output weights and not $Q(s, 0)$'s, and the only path to $Q(s, 0)$ is through the
 # shared hidden layers. One step from a random start, taken at any of five visited states,
 # moved $Q(s, 1)$ at every one of the 20,000 visited states the same way as at the updated state,
-# by between about a quarter and two and a half times as much for these five states (the range
-# depends on the states picked; the direction is what the assert checks; printed for three
+# by between about a quarter and two and a half times as much (printed for three
 # initialisations; the direction asserted). Much of each state's move is the output layer's
 # *bias* for action 1: one number added to $Q(s, 1)$ at every state, so a step on it moves every
 # state alike (about half to two thirds of the move, printed). The output weights, which read the
-# hidden features, add a twentieth to a fifth, and the hidden layers the rest. `here` is a special case:
+# hidden features, add a twentieth to a fifth, and the hidden layers the rest. All three ranges
+# are for these five updated states and change with the states picked; the direction and a bias
+# share above 30% are what the asserts check. `here` is a special case:
 # it sits near the origin, where this net (its biases start at 0) has hidden features near 0, so
 # the output weights can add nothing there. So this shows that an
 # update moves the values of states it never saw, through parameters every state shares, not
@@ -788,14 +789,17 @@ print(f"rank correlation below -0.3: {spearman < -0.3}; median Q - realised more
 print(f"mean max Q over the visited states at {END_LABEL} below the ceiling on every seed: {q_end_max < CEILING}")
 print(f"the realised return alone follows the score more closely than Q - realised: "
       f"{spearman_realised > abs(spearman)}; Q alone less closely than the realised return: {spearman_q < spearman_realised}")
-print(f"a Q held at 80 passes the first three tests too, more strongly: {spearman_constant < spearman}")
+separation = np.median(low) - np.median(high)
+separation_constant = np.median(low_constant) - np.median(high_constant)
+print(f"a Q held at 80: rank correlation stronger: {spearman_constant < spearman}; medians further apart: "
+      f"{separation_constant > separation}")
 print(f"{len(falls)} falls of the score by 200 or more; at every one the realised return fell by more than 15 "
-      f"and Q moved by less than a third of that: "
-      f"{all(dg < -15 and abs(dq) < abs(dg) / 3 for _, _, dq, dg in falls)}")
+      f"and Q fell by less than a third of that (or rose): "
+      f"{all(dg < -15 and dq > dg / 3 for _, _, dq, dg in falls)}")
 assert spearman < -0.3 and np.median(low) > np.median(high) + 10 and np.mean(low > 0) > 0.5
-assert spearman_constant < spearman and np.mean(low_constant > 0) >= np.mean(low > 0)
+assert spearman_constant < spearman and separation_constant > separation
 assert spearman_realised > abs(spearman) and spearman_q < spearman_realised
-assert len(falls) >= 3 and all(dg < -15 and abs(dq) < abs(dg) / 3 for _, _, dq, dg in falls)
+assert len(falls) >= 3 and all(dg < -15 and dq > dg / 3 for _, _, dq, dg in falls)
 assert q_end_max < CEILING
 
 # %% [markdown]
@@ -807,17 +811,20 @@ assert q_end_max < CEILING
 # to claim more than the policy delivers when the policy is bad: at most of the low-score
 # checkpoints, not all (the share is printed; at 10,240 steps every seed scores low and Q is
 # still below the return).
-#
+
+# %% [markdown]
 # Know where that signal comes from. The realised return alone follows the score closely, more
 # closely than Q - realised does (rank correlations printed, asserted): both come from rollouts
 # of the same greedy policy, so the realised return is itself a score. A Q that has learned
-# nothing, held at 80, passes the three tests above even more strongly (printed, asserted), so
-# they say nothing about Q's quality. What Q adds shows at the falls: at every checkpoint where
-# the score fell by 200 or more, the realised return fell by more than 15 and Q moved by less
-# than a third of that (printed, asserted). The values keep claiming the old level after the
-# policy has fallen. Read that as a *symptom*, a sign that the values and the policy they induce
-# disagree, not as the cause of the bad spell; to watch the policy itself, watch the greedy score
-# on fresh episodes. The ceiling only catches gross overestimation (a mean max Q above it is
+# nothing, held at 80, passes the first three tests even more strongly (its ranks are the
+# realised return's reversed; rank correlation and medians printed and asserted), so they say
+# nothing about Q's quality. What the values do shows at the falls: at every checkpoint where
+# the score fell by 200 or more, the realised return fell by more than 15, and Q did not follow
+# it down: it moved by between -3 and +12 (printed; it fell by less than a third of the realised
+# return's drop, asserted). A constant Q would not follow either: the falls show that the values
+# are blind to the policy's fall, not that Q knows something the score does not. So Q - realised
+# is a *symptom*, a sign that the values and the policy they induce disagree, not the cause of
+# the bad spell; to watch the policy itself, watch the greedy score on fresh episodes. The ceiling only catches gross overestimation (a mean max Q above it is
 # wrong whatever the policy, since no return can exceed it). Over the states visited late in
 # training (the table) every seed stays below it, but at single checkpoints, over 100 states, a
 # seed can touch or pass it (seed 0 at the end, in the figure): these values sit right at the
@@ -954,12 +961,15 @@ drops = {seed: run["phases"][:, 6] for seed, run in runs.items()}
 for seed, d in drops.items():
     print(f"seed {seed}: Double's bootstrap below plain's, over all {len(d)} phases: mean {d.mean():.4f}, "
           f"median {np.median(d):.4f}, largest {d.max():.4f}")
-for seed, d in drops.items():
-    print(f"seed {seed}: mean drop / median action gap at {END_LABEL}: {d.mean() / late[seed]['gap_end']:.2f}")
-low_late = np.array([q - g for run in runs.values() for (step, score), (_, q, g)
-                     in zip(run["evals"], run["values"]) if step >= MID[0] and score < 300])
-print(f"median Q - realised at the {len(low_late)} checkpoints from {MID[0] / 1e3:.0f}k steps on that "
-      f"score below 300: {np.median(low_late):+.1f}")
+for seed, run in runs.items():
+    late_drop = run["phases"][run["phases"][:, 0] >= END, 6].mean()
+    print(f"seed {seed}: at {END_LABEL}, mean drop / median action gap: {late_drop / late[seed]['gap_end']:.2f}")
+# the bad spells: checkpoints scoring below 300 after the seed's first score of 500
+after_500 = [q - g for run in runs.values()
+             for i, ((step, score), (_, q, g)) in enumerate(zip(run["evals"], run["values"]))
+             if score < 300 and (run["evals"][:i, 1] >= 500).any()]
+print(f"median Q - realised at the {len(after_500)} checkpoints that scored below 300 after their seed's "
+      f"first 500: {np.median(after_500):+.1f}")
 
 # %%
 gamma = rc.DQN_CARTPOLE["gamma"]
@@ -978,13 +988,14 @@ assert mean_drop * gamma / (1 - gamma) < 0.05 * late_q
 # sum of $\gamma^t$ over the steps ahead): about 2 value points, under 5% of the values (asserted).
 # This is an average, not a bound: at single states the drop is far larger (up to the gap). So on
 # CartPole Double DQN changes the targets little *against the values*. Against the action gaps,
-# which the greedy policy rests on, it is not small: the mean drop is a tenth to two fifths of the
-# late median gap (printed), and it falls only where the two nets disagree, so it can reorder
-# actions there. It is also no cure for the bad spells: there Q stands about 28 above what the
-# current policy collects (the median from 25k steps on, printed), and at the falls that gap
-# opened because the realised return dropped while Q hardly moved (asserted above). Whether Q
-# also rose above the optimal values there is not measured; a fix of the max's bias addresses
-# only that part.
+# which the greedy policy rests on, it is not negligible: over 45-50k the mean drop is a few
+# hundredths to a fifth of the median gap (printed), and it falls only where the two nets
+# disagree (whether it reorders actions there is not measured). It is also no cure for the bad
+# spells: at the checkpoints that scored below 300 after their seed had reached 500, Q stood a
+# median of about 50 above what the policy collected (printed), and at the falls that gap opened
+# because the realised return dropped while Q did not follow it (asserted above). Whether Q also
+# rose above the optimal values there is not measured; a fix of the max's bias addresses only
+# that part.
 
 # %% [markdown]
 # What would plain DQN do instead? Over the full 50,000 steps on seeds 0-4, plain DQN's final
@@ -1042,10 +1053,14 @@ assert mean_drop * gamma / (1 - gamma) < 0.05 * late_q
 #    ends too. A termination bootstraps nothing; a time limit at step $k$ bootstraps
 #    $\gamma^{k+1}\max_{a'} Q_{\theta^-}$ at the state after step $k$ (a step can be both: then
 #    the termination wins); a window with no end bootstraps $\gamma^n$ at the state after its
-#    last step. Confirm it on a real run: step `rc.CartPole(n=1, max_steps=15)` with random
-#    actions (the short time limit makes truncations common), score each next state with any
-#    fixed Q (a random linear one will do), and compare your targets for every window of 3 steps
-#    with a plain loop that walks each window step by step.
+#    last step.
+#
+#    Then check your vectorised code against a plain loop that walks each window step by step,
+#    on a real run: step `rc.CartPole(n=1, max_steps=15)` with random actions (the short time
+#    limit makes truncations common, and some steps both terminate and truncate), score each
+#    next state with any fixed Q (a random linear one will do), and compare the two on every
+#    window of 3 steps. (This checks the vectorisation against your own reading of the rules;
+#    the checker checks the rules.)
 
 # %% tags=["solution"]
 def polyak_mean_lag(tau):
@@ -1140,9 +1155,9 @@ def n_step_by_walking(rewards, terminated, truncated, next_q_target, gamma):
     return np.array(out)
 
 
-walk_rng = np.random.default_rng(2)
-walker = rc.CartPole(n=1, max_steps=15, seed=2)
-walker.reset(seed=2)
+walk_rng = np.random.default_rng(0)
+walker = rc.CartPole(n=1, max_steps=15, seed=0)
+walker.reset(seed=0)
 steps = []
 for _ in range(200):
     out = walker.step(walk_rng.integers(0, 2, size=1))
@@ -1152,7 +1167,7 @@ r_all, term_all, trunc_all, next_all = (np.array(x) for x in zip(*steps))
 windows = np.arange(len(steps) - 2)[:, None] + np.arange(3)  # every window of 3 steps
 args = (r_all[windows], term_all[windows], trunc_all[windows], next_all[windows] @ q_weights, 0.9)
 print(f"{len(windows)} windows, {int(trunc_all.sum())} truncations and {int(term_all.sum())} terminations "
-      f"among the steps; vectorised and walked targets agree: "
+      f"among the steps, {int((trunc_all & term_all).sum())} steps with both; vectorised and walked targets agree: "
       f"{np.allclose(n_step_dqn_targets(*args), n_step_by_walking(*args))}")
 
 

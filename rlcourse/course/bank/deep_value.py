@@ -460,7 +460,7 @@ def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop
     n = rewards.shape[1]
     out = np.zeros(len(rewards))
     for b in range(len(rewards)):
-        ends = terminated[b] | (truncated[b] if truncation != "ignore" else False)
+        ends = terminated[b] | (truncated[b] if truncation not in ("ignore", "no_stop") else False)
         where = np.flatnonzero(ends)
         k_end = None if stop == "none" or not where.size else int(where[0] if stop == "first" else where[-1])
         last = n - 1 if k_end is None else k_end
@@ -471,6 +471,11 @@ def _n_step_target(rewards, terminated, truncated, next_q_target, gamma, *, stop
             total += gamma ** reward_power(k) * rewards[b, k]
         if last_step_mask:  # the bootstrap decided by the window's last step alone
             if not terminated[b, -1]:
+                total += gamma ** n * values[b, n - 1]
+            out[b] = total
+            continue
+        if truncation == "no_stop":  # a time limit stops the bootstrap but not the sum
+            if not (terminated[b, :last + 1] | truncated[b, :last + 1]).any():
                 total += gamma ** n * values[b, n - 1]
             out[b] = total
             continue
@@ -528,6 +533,9 @@ _N_STEP_MISTAKES = [
     (dict(truncation="terminal"),
      "a time limit is not a termination: the episode was cut, the state after it still has a "
      "future, so a window that hits the limit at step k bootstraps gamma^(k+1) max_a Q(s_{t+k+1}, a)"),
+    (dict(truncation="no_stop"),
+     "a time limit ends the reward sum too, not only the bootstrap: rewards after it belong to "
+     "the next episode"),
     (dict(truncation="ignore"),
      "a time-limit truncation ends the episode too: the sum stops there (later rewards belong to "
      "the next episode) and bootstraps from the state after the truncation"),
