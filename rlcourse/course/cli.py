@@ -213,6 +213,10 @@ def _student_edition(path: Path) -> dict:
     nb = json.loads(path.read_text(encoding="utf-8"))
     version = lesson_version(nb)
     cells = nb["cells"]
+    hints = _hints_by_function(cells)
+    # the names each cell that stays as it is reads (solution cells are replaced by stubs)
+    read = [_names_read([c]) if c["cell_type"] == "code"
+            and "solution" not in c.get("metadata", {}).get("tags", []) else set() for c in cells]
     for i, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
@@ -231,9 +235,7 @@ def _student_edition(path: Path) -> dict:
             name = next((m.group(1) for c in cells[i + 1:] if c["cell_type"] == "code"
                          for m in [_CHECK_CALL.search("".join(c["source"]))] if m), None)
             hint = _REGISTRY[name].hint if name in _REGISTRY else ""
-            later = [c for c in cells[i + 1:] if c["cell_type"] == "code"
-                     and "solution" not in c.get("metadata", {}).get("tags", [])]
-            cell["source"] = stub_solution(source, hint, _hints_by_function(cells), _names_read(later))
+            cell["source"] = stub_solution(source, hint, hints, set().union(*read[i + 1:]))
         if _CHECK_CALL.search(source) and "solution" not in tags:
             cell["source"] = _ASSERTED_CHECK.sub(r"\1\2", source)
         if "solution" in tags or _CHECK_CALL.search(source):
